@@ -1,0 +1,194 @@
+"""The one graph IR used from ONNX loading to ncnn writing.
+
+A Graph holds tensors (ONNX shape, dtype, optional constant value, batch axis)
+and nodes (ordered inputs/outputs, attributes; ncnn nodes also carry params
+by id and weights). Wiring lives in a networkx MultiDiGraph (one edge per
+consumed input slot, so `Mul(x, x)` has two edges) plus producer/consumer
+indexes; passes change it only through the helpers here.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import networkx as nx
+import numpy as np
+
+Dim = int | None          # None: unknown (dynamic) extent
+Shape = tuple[Dim, ...]
+
+
+class ConversionError(Exception):
+    """A model that cannot be converted exactly; the message is one line for the user."""
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: Shape | None               # ONNX shape; None when even the rank is unknown
+    dtype: np.dtype = np.dtype(np.float32)
+    value: np.ndarray | None = None   # set for constants
+    batch_axis: int | None = None     # ONNX axis that ncnn does not have
+
+    @property
+    def is_constant(self) -> bool:
+        return self.value is not None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def ncnn_shape(self) -> Shape | None:
+        """The ONNX shape without the batch axis, in numpy order (c, d, h, w)."""
+        if self.shape is None:
+            return None
+        return tuple(d for i, d in enumerate(self.shape) if i != self.batch_axis)
+
+    def ncnn_axis(self, onnx_axis: int) -> int | None:
+        """Map an ONNX axis (negative allowed) to the ncnn (numpy-order) axis; None for the batch axis."""
+        axis = onnx_axis + self.rank if onnx_axis < 0 else onnx_axis
+        if axis == self.batch_axis:
+            return None
+        return axis - (1 if self.batch_axis is not None and axis > self.batch_axis else 0)
+
+
+@dataclass
+class Node:
+    name: str
+    op: str                            # ONNX op type, or ncnn layer type once lowered
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)   # ONNX attributes
+    params: dict[int, Any] = field(default_factory=dict)  # ncnn params by id
+    weights: list[np.ndarray] = field(default_factory=list)  # ncnn weights in .bin order
+    ncnn: bool = False                 # True once this is an ncnn layer
+    origin: str | None = None          # the ONNX node this came from, for messages
+
+    def describe(self) -> str:
+        return f"{self.op} node '{self.origin or self.name}'"
+
+
+class Graph:
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes: dict[str, Node] = {}
+        self.inputs: list[str] = []     # graph input tensor names, in order
+        self.outputs: list[str] = []    # graph output tensor names, in order
+        self.wiring = nx.MultiDiGraph()
+        self._producer: dict[str, str] = {}
+        self._consumers: dict[str, list[str]] = {}
+        self._order = itertools.count()
+        self._fresh = itertools.count()
+        self.opset = 13
+
+    # ---- tensors -------------------------------------------------------
+    def add_tensor(self, tensor: Tensor) -> Tensor:
+        self.tensors[tensor.name] = tensor
+        return tensor
+
+    def fresh_name(self, stem: str) -> str:
+        while True:
+            name = f"{stem}_{next(self._fresh)}"
+            if name not in self.tensors and name not in self.nodes:
+                return name
+
+    def add_constant(self, stem: str, value: np.ndarray) -> Tensor:
+        value = np.asarray(value)
+        return self.add_tensor(Tensor(self.fresh_name(stem), tuple(value.shape), value.dtype, value))
+
+    def producer(self, tensor: str) -> Node | None:
+        name = self._producer.get(tensor)
+        return None if name is None else self.nodes[name]
+
+    def consumers(self, tensor: str) -> list[Node]:
+        """Consuming nodes, one entry per consumed input slot."""
+        return [self.nodes[n] for n in self._consumers.get(tensor, [])]
+
+    def use_count(self, tensor: str) -> int:
+        return len(self._consumers.get(tensor, [])) + self.outputs.count(tensor)
+
+    # ---- nodes ---------------------------------------------------------
+    def add_node(self, node: Node) -> Node:
+        if node.name in self.nodes:
+            raise ValueError(f"duplicate node name {node.name!r}")
+        self.nodes[node.name] = node
+        self.wiring.add_node(node.name, order=next(self._order))
+        for out in node.outputs:
+            self._producer[out] = node.name
+            for consumer in set(self._consumers.get(out, [])):
+                for slot in self._slots(self.nodes[consumer], out):
+                    self.wiring.add_edge(node.name, consumer, key=(out, slot))
+        for slot, inp in enumerate(node.inputs):
+            self._link(inp, node, slot)
+        return node
+
+    def _slots(self, node: Node, tensor: str) -> list[int]:
+        return [i for i, t in enumerate(node.inputs) if t == tensor]
+
+    def _link(self, tensor: str, node: Node, slot: int) -> None:
+        self._consumers.setdefault(tensor, []).append(node.name)
+        src = self._producer.get(tensor)
+        if src is not None:
+            self.wiring.add_edge(src, node.name, key=(tensor, slot))
+
+    def _unlink(self, tensor: str, node: Node, slot: int) -> None:
+        self._consumers[tensor].remove(node.name)
+        src = self._producer.get(tensor)
+        if src is not None:
+            self.wiring.remove_edge(src, node.name, key=(tensor, slot))
+
+    def remove_node(self, node: Node) -> None:
+        for slot, inp in enumerate(node.inputs):
+            self._unlink(inp, node, slot)
+        for out in node.outputs:
+            if self._producer.get(out) == node.name:
+                del self._producer[out]
+        self.wiring.remove_node(node.name)
+        del self.nodes[node.name]
+
+    def replace_input(self, node: Node, slot: int, tensor: str) -> None:
+        self._unlink(node.inputs[slot], node, slot)
+        node.inputs[slot] = tensor
+        self._link(tensor, node, slot)
+
+    def set_inputs(self, node: Node, inputs: list[str]) -> None:
+        for slot, inp in enumerate(node.inputs):
+            self._unlink(inp, node, slot)
+        node.inputs = list(inputs)
+        for slot, inp in enumerate(node.inputs):
+            self._link(inp, node, slot)
+
+    def replace_all_uses(self, old: str, new: str) -> None:
+        """Point every consumer (and graph output) of tensor `old` at `new`."""
+        for node in {n.name: n for n in self.consumers(old)}.values():
+            for slot in self._slots(node, old):
+                self.replace_input(node, slot, new)
+        self.outputs = [new if o == old else o for o in self.outputs]
+
+    def insert_before(self, consumer: Node, slot: int, node: Node) -> Node:
+        """Add `node` (whose single output is new) between input `slot` of `consumer` and its producer."""
+        self.add_node(node)
+        self.replace_input(consumer, slot, node.outputs[0])
+        return node
+
+    def remove_unused_tensors(self) -> None:
+        live = set(self.inputs) | set(self.outputs) | set(self._producer) | {
+            t for t, users in self._consumers.items() if users}
+        for name in [t for t in self.tensors if t not in live]:
+            del self.tensors[name]
+
+    def topological(self) -> list[Node]:
+        """Nodes in dependency order, ties broken by insertion order (stable output)."""
+        order = nx.get_node_attributes(self.wiring, "order")
+        names = nx.lexicographical_topological_sort(self.wiring, key=order.__getitem__)
+        return [self.nodes[n] for n in names]
+
+    def value(self, tensor: str) -> np.ndarray | None:
+        t = self.tensors.get(tensor)
+        return None if t is None else t.value
+
+    def __iter__(self) -> Iterable[Node]:
+        return iter(list(self.nodes.values()))

@@ -1,0 +1,183 @@
+"""ncnn layer specs: param ids, names, defaults and weight layout, in one place.
+
+The writer, the reader and the interpreter all read these. Facts come from
+ncnn's docs/developer-guide/operators.md and the layers' load_param /
+load_model. A default given as a string names another param whose value it
+copies (ncnn's `kernel_h` defaults to `kernel_w`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+INT, FLOAT, INTS, FLOATS, STR = "int", "float", "ints", "floats", "str"
+FP16_FLAG = 0x01306B47
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    id: int
+    name: str
+    kind: str
+    default: Any
+
+
+@dataclass(frozen=True)
+class WeightSpec:
+    name: str
+    count: Callable[["Params"], int]       # number of scalars, from the resolved params
+    flagged: bool = False                  # stored with a type flag (fp32/fp16/...)
+    present: Callable[["Params"], bool] = lambda p: True
+
+
+class Params(dict):
+    """Resolved params: every spec param by name, defaults filled in; attribute access."""
+
+    __getattr__ = dict.__getitem__
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    type: str
+    params: tuple[ParamSpec, ...] = ()
+    weights: tuple[WeightSpec, ...] = ()
+    by_id: dict[int, ParamSpec] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        self.by_id.update({p.id: p for p in self.params})
+
+    def resolve(self, given: dict[int, Any]) -> Params:
+        """Params by name, with ncnn's defaults for the ids not given."""
+        out = Params()
+        for p in self.params:
+            if p.id in given:
+                out[p.name] = given[p.id]
+        for p in self.params:
+            if p.name not in out:
+                out[p.name] = out[p.default] if isinstance(p.default, str) and p.kind != STR else p.default
+        return out
+
+    def weight_layout(self, given: dict[int, Any]) -> list[WeightSpec]:
+        """The weights present for these params, in .bin order."""
+        p = self.resolve(given)
+        return [w for w in self.weights if w.present(p)]
+
+
+SPECS: dict[str, LayerSpec] = {}
+
+
+def layer(type_: str, *params: tuple, weights: tuple[WeightSpec, ...] = ()) -> None:
+    SPECS[type_] = LayerSpec(type_, tuple(ParamSpec(*p) for p in params), weights)
+
+
+def _numel(*names: str) -> Callable[[Params], int]:
+    def count(p: Params) -> int:
+        n = 1
+        for name in names:
+            n *= max(int(p[name]), 1)
+        return n
+    return count
+
+
+_has_bias = lambda p: bool(p.bias_term)  # noqa: E731
+_ACTIVATION = ((9, "activation_type", INT, 0), (10, "activation_params", FLOATS, ()))
+_CONV_GEOMETRY = (
+    (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1),
+    (3, "stride_w", INT, 1), (4, "pad_left", INT, 0), (5, "bias_term", INT, 0),
+    (6, "weight_data_size", INT, 0), (8, "int8_scale_term", INT, 0), *_ACTIVATION,
+    (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+    (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"),
+    (15, "pad_right", INT, "pad_left"), (16, "pad_bottom", INT, "pad_top"),
+    (18, "pad_value", FLOAT, 0.0), (19, "dynamic_weight", INT, 0),
+)
+_CONV_WEIGHTS = (
+    WeightSpec("weight", _numel("weight_data_size"), flagged=True),
+    WeightSpec("bias", _numel("num_output"), present=_has_bias),
+)
+
+layer("Input", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0))
+layer("MemoryData", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0),
+      (21, "load_type", INT, 1),
+      weights=(WeightSpec("data", _numel("w", "h", "d", "c")),))
+layer("Split")
+layer("Noop")
+layer("Dropout", (0, "scale", FLOAT, 1.0))
+layer("BinaryOp", (0, "op_type", INT, 0), (1, "with_scalar", INT, 0), (2, "b", FLOAT, 0.0))
+layer("UnaryOp", (0, "op_type", INT, 0))
+layer("Eltwise", (0, "op_type", INT, 0), (1, "coeffs", FLOATS, ()))
+layer("ReLU", (0, "slope", FLOAT, 0.0))
+layer("Clip", (0, "min", FLOAT, -3.4028234663852886e38), (1, "max", FLOAT, 3.4028234663852886e38))
+layer("Sigmoid")
+layer("Swish")
+layer("TanH")
+layer("HardSigmoid", (0, "alpha", FLOAT, 0.2), (1, "beta", FLOAT, 0.5))
+layer("HardSwish", (0, "alpha", FLOAT, 0.2), (1, "beta", FLOAT, 0.5))
+layer("GELU", (0, "fast_gelu", INT, 0))
+layer("Erf")
+layer("Softmax", (0, "axis", INT, 0), (1, "fixbug0", INT, 0))
+layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS)
+layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1), weights=_CONV_WEIGHTS)
+layer("Deconvolution", *_CONV_GEOMETRY[:-2], (18, "output_pad_right", INT, 0),
+      (19, "output_pad_bottom", INT, "output_pad_right"), (20, "output_w", INT, 0),
+      (21, "output_h", INT, "output_w"), weights=_CONV_WEIGHTS)
+layer("Pooling", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
+      (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
+      (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
+      (8, "out_w", INT, 0), (11, "kernel_h", INT, "kernel_w"), (12, "stride_h", INT, "stride_w"),
+      (13, "pad_top", INT, "pad_left"), (14, "pad_right", INT, "pad_left"),
+      (15, "pad_bottom", INT, "pad_top"), (18, "out_h", INT, "out_w"))
+layer("InnerProduct", (0, "num_output", INT, 0), (1, "bias_term", INT, 0),
+      (2, "weight_data_size", INT, 0), (8, "int8_scale_term", INT, 0), *_ACTIVATION,
+      weights=(WeightSpec("weight", _numel("weight_data_size"), flagged=True),
+               WeightSpec("bias", _numel("num_output"), present=_has_bias)))
+layer("MatMul", (0, "transB", INT, 0))
+layer("BatchNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.0),
+      weights=tuple(WeightSpec(n, _numel("channels")) for n in ("slope", "mean", "variance", "bias")))
+layer("LayerNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
+      weights=tuple(WeightSpec(n, _numel("affine_size"), present=lambda p: bool(p.affine))
+                    for n in ("gamma", "beta")))
+layer("Concat", (0, "axis", INT, 0))
+layer("Slice", (0, "slices", INTS, ()), (1, "axis", INT, 0), (2, "indices", INTS, ()))
+layer("Crop", (0, "woffset", INT, 0), (1, "hoffset", INT, 0), (13, "doffset", INT, 0),
+      (2, "coffset", INT, 0), (3, "outw", INT, 0), (4, "outh", INT, 0), (14, "outd", INT, 0),
+      (5, "outc", INT, 0), (6, "woffset2", INT, 0), (7, "hoffset2", INT, 0),
+      (15, "doffset2", INT, 0), (8, "coffset2", INT, 0), (9, "starts", INTS, ()),
+      (10, "ends", INTS, ()), (11, "axes", INTS, ()))
+layer("Reshape", (0, "w", INT, -233), (1, "h", INT, -233), (11, "d", INT, -233),
+      (2, "c", INT, -233), (6, "shape_expr", STR, ""))
+layer("Flatten")
+layer("Permute", (0, "order_type", INT, 0))
+layer("Padding", (0, "top", INT, 0), (1, "bottom", INT, 0), (2, "left", INT, 0),
+      (3, "right", INT, 0), (4, "type", INT, 0), (5, "value", FLOAT, 0.0),
+      (6, "per_channel_pad_data_size", INT, 0), (7, "front", INT, 0), (8, "behind", INT, 0),
+      weights=(WeightSpec("per_channel_pad_data", _numel("per_channel_pad_data_size"),
+                          present=lambda p: p.per_channel_pad_data_size > 0),))
+layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
+      (2, "width_scale", FLOAT, 1.0), (3, "output_height", INT, 0), (4, "output_width", INT, 0),
+      (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))
+layer("Reduction", (0, "operation", INT, 0), (1, "reduce_all", INT, 1), (2, "coeff", FLOAT, 1.0),
+      (3, "axes", INTS, ()), (4, "keepdims", INT, 0), (5, "fixbug0", INT, 0))
+layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0),
+      (3, "transB", INT, 0), (4, "constantA", INT, 0), (5, "constantB", INT, 0),
+      (6, "constantC", INT, 0), (7, "constantM", INT, 0), (8, "constantN", INT, 0),
+      (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
+      (11, "output_N1M", INT, 0), (12, "output_elempack", INT, 0), (13, "output_elemtype", INT, 0),
+      (14, "output_transpose", INT, 0),
+      weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True,
+                          present=lambda p: bool(p.constantA)),
+               WeightSpec("B", _numel("constantN", "constantK"), flagged=True,
+                          present=lambda p: bool(p.constantB)),
+               WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM,
+                                          3: p.constantM * p.constantN,
+                                          4: p.constantN}[p.constant_broadcast_type_C],
+                          flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1)))
+
+# BinaryOp op_type codes (ncnn binaryop.h)
+BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "pow": 6,
+              "rsub": 7, "rdiv": 8, "rpow": 9, "atan2": 10, "ratan2": 11}
+# The op whose result equals op(b, a), for swapping operands.
+BINARY_REVERSED = {0: 0, 1: 7, 2: 2, 3: 8, 4: 4, 5: 5, 6: 9, 7: 1, 8: 3, 9: 6, 10: 11, 11: 10}
+# UnaryOp op_type codes (ncnn unaryop.h)
+UNARY_OPS = {"abs": 0, "neg": 1, "floor": 2, "ceil": 3, "square": 4, "sqrt": 5, "rsqrt": 6,
+             "exp": 7, "log": 8, "sin": 9, "cos": 10, "tan": 11, "asin": 12, "acos": 13,
+             "atan": 14, "reciprocal": 15, "tanh": 16, "log10": 17, "round": 18, "trunc": 19}

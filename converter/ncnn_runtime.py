@@ -1,0 +1,123 @@
+"""Run .param/.bin files in the real ncnn runtime (`pip install ncnn`), in a child process.
+
+The real runtime segfaults on some malformed files; running it in a child keeps
+one bad file from taking the caller down. One long-lived child serves many
+calls; if it dies, that call raises NcnnCrash and the next call starts a new one.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+
+class NcnnUnavailable(RuntimeError):
+    pass
+
+
+class NcnnCrash(RuntimeError):
+    pass
+
+
+class NcnnError(RuntimeError):
+    pass
+
+
+def available() -> bool:
+    try:
+        import ncnn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int) -> dict:
+    import ncnn
+    net = ncnn.Net()
+    # exact fp32 arithmetic: every reduced-precision path off
+    for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed",
+                "use_bf16_storage", "use_vulkan_compute", "use_int8_inference"):
+        if hasattr(net.opt, opt):
+            setattr(net.opt, opt, False)
+    net.opt.num_threads = threads
+    if net.load_param(param) != 0:
+        raise NcnnError(f"ncnn could not load {param}")
+    if net.load_model(bin_) != 0:
+        raise NcnnError(f"ncnn could not load {bin_}")
+    ex = net.create_extractor()
+    for name, array in feeds.items():
+        ex.input(name, ncnn.Mat(np.ascontiguousarray(array, dtype=np.float32)))
+    result = {}
+    for name in outputs:
+        ret, mat = ex.extract(name)
+        if ret != 0:
+            raise NcnnError(f"ncnn failed to compute blob {name!r} (code {ret})")
+        result[name] = np.array(mat).copy()
+    return result
+
+
+def _serve(conn) -> None:
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", _run_in_process(*request)))
+        except Exception as exc:  # sent back to the caller, who re-raises it
+            conn.send(("error", f"{exc}", traceback.format_exc()))
+
+
+class NcnnRunner:
+    """A child process that runs ncnn nets on request."""
+
+    def __init__(self, threads: int = 2):
+        if not available():
+            raise NcnnUnavailable("the real ncnn runtime is not installed (pip install ncnn)")
+        self.threads = threads
+        self._proc = None
+        self._conn = None
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self._proc.start()
+        child.close()
+
+    def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
+            outputs: list[str]) -> dict[str, np.ndarray]:
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+        self._conn.send((str(param), str(bin_), feeds, list(outputs), self.threads))
+        try:
+            reply = self._conn.recv()
+        except EOFError:
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self._proc = None
+            raise NcnnCrash(f"the ncnn runtime crashed (exit code {code}) running {param}") from None
+        if reply[0] == "error":
+            raise NcnnError(reply[1])
+        return reply[1]
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._conn.close()
+            self._proc.join(5)
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc = None
+
+
+_shared: NcnnRunner | None = None
+
+
+def run_ncnn(param, bin_, feeds, outputs) -> dict[str, np.ndarray]:
+    """Run with a process-wide shared runner."""
+    global _shared
+    if _shared is None:
+        _shared = NcnnRunner()
+    return _shared.run(param, bin_, feeds, outputs)

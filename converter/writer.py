@@ -1,0 +1,134 @@
+"""Format an ncnn Graph as .param text and .bin bytes; write them whole or not at all."""
+from __future__ import annotations
+
+import os
+import re
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .ir import Graph, Node
+from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INTS, SPECS, STR
+
+MAGIC = 7767517
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\-]")
+_MAX_NAME = 255
+
+
+def _unique_safe_names(originals: list[str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for original in originals:
+        if original in names:
+            continue
+        safe = _UNSAFE.sub("_", original)[:_MAX_NAME - 8] or "_"
+        candidate, k = safe, 1
+        while candidate in taken:
+            candidate, k = f"{safe}_{k}", k + 1
+        names[original] = candidate
+        taken.add(candidate)
+    return names
+
+
+@dataclass
+class NcnnNames:
+    """ncnn-safe unique names (no whitespace, <= 255 chars); blobs and layers are separate namespaces."""
+    blob: dict[str, str]
+    layer: dict[str, str]
+
+
+def ncnn_names(graph: Graph) -> NcnnNames:
+    nodes = graph.topological()
+    # graph inputs/outputs first, so they keep their ONNX names whenever those are safe
+    tensors = [*graph.inputs, *graph.outputs] + [t for n in nodes for t in n.outputs]
+    return NcnnNames(_unique_safe_names(tensors), _unique_safe_names([n.name for n in nodes]))
+
+
+def format_float(value: float) -> str:
+    """A float ncnn parses as float: contains '.' or 'e' and fits its 15-char scan."""
+    text = format(float(np.float32(value)), ".9g")
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+def _format_param(pid: int, kind: str, value) -> str:
+    if kind == INT:
+        return f"{pid}={int(value)}"
+    if kind == FLOAT:
+        return f"{pid}={format_float(value)}"
+    if kind in (INTS, FLOATS):
+        fmt = (lambda v: str(int(v))) if kind == INTS else format_float
+        return f"{-23300 - pid}={len(value)}" + "".join("," + fmt(v) for v in value)
+    if kind == STR:
+        return f'{pid}="{value}"'
+    raise ValueError(kind)
+
+
+def layer_line(node: Node, names: NcnnNames) -> str:
+    spec = SPECS[node.op]
+    fields = [node.op.ljust(16), names.layer[node.name].ljust(24), str(len(node.inputs)), str(len(node.outputs))]
+    fields += [names.blob[t] for t in node.inputs + node.outputs]
+    for pid in sorted(node.params):
+        fields.append(_format_param(pid, spec.by_id[pid].kind, node.params[pid]))
+    return " ".join(fields)
+
+
+def param_text(graph: Graph, names: NcnnNames | None = None) -> str:
+    names = names or ncnn_names(graph)
+    nodes = graph.topological()
+    blobs = {t for n in nodes for t in n.outputs}
+    lines = [str(MAGIC), f"{len(nodes)} {len(blobs)}"]
+    lines += [layer_line(n, names) for n in nodes]
+    return "\n".join(lines) + "\n"
+
+
+def weight_bytes(node: Node, fp16: bool = False) -> bytes:
+    """The node's weights in .bin layout: flagged buffers get a type tag; all 32-bit aligned."""
+    out = bytearray()
+    layout = SPECS[node.op].weight_layout(node.params)
+    if len(layout) != len(node.weights):
+        raise ValueError(f"{node.op} '{node.name}' has {len(node.weights)} weights, spec wants {len(layout)}")
+    for spec, data in zip(layout, node.weights):
+        flat = np.ascontiguousarray(data, dtype=np.float32).ravel()
+        if flat.size != spec.count(SPECS[node.op].resolve(node.params)):
+            raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")
+        if spec.flagged and fp16:
+            out += struct.pack("<I", FP16_FLAG) + flat.astype("<f2").tobytes()
+        elif spec.flagged:
+            out += struct.pack("<I", 0) + flat.astype("<f4").tobytes()
+        else:
+            out += flat.astype("<f4").tobytes()
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+def bin_bytes(graph: Graph, fp16: bool = False) -> bytes:
+    return b"".join(weight_bytes(n, fp16) for n in graph.topological())
+
+
+def write_atomically(files: dict[Path, bytes]) -> None:
+    """Write all files or none: each goes to a temp file first, renamed once all are written."""
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def save(graph: Graph, param_path: str | Path, bin_path: str | Path, fp16: bool = False) -> NcnnNames:
+    """Write .param and .bin; returns the names used."""
+    names = ncnn_names(graph)
+    write_atomically({Path(param_path): param_text(graph, names).encode(),
+                      Path(bin_path): bin_bytes(graph, fp16)})
+    return names
