@@ -41,10 +41,13 @@ class Tensor:
 
     @property
     def ncnn_shape(self) -> Shape | None:
-        """The ONNX shape without the batch axis, in numpy order (c, d, h, w)."""
+        """The ONNX shape without the batch axis, in numpy order (c, d, h, w).
+
+        ncnn has no 0-d Mat: a scalar is the 1-D Mat [1].
+        """
         if self.shape is None:
             return None
-        return tuple(d for i, d in enumerate(self.shape) if i != self.batch_axis)
+        return tuple(d for i, d in enumerate(self.shape) if i != self.batch_axis) or (1,)
 
     def ncnn_axis(self, onnx_axis: int) -> int | None:
         """Map an ONNX axis (negative allowed) to the ncnn (numpy-order) axis; None for the batch axis."""
@@ -116,7 +119,7 @@ class Graph:
             raise ValueError(f"duplicate node name {node.name!r}")
         self.nodes[node.name] = node
         self.wiring.add_node(node.name, order=next(self._order))
-        for out in node.outputs:
+        for out in filter(None, node.outputs):
             self._producer[out] = node.name
             for consumer in set(self._consumers.get(out, [])):
                 for slot in self._slots(self.nodes[consumer], out):
@@ -129,12 +132,16 @@ class Graph:
         return [i for i, t in enumerate(node.inputs) if t == tensor]
 
     def _link(self, tensor: str, node: Node, slot: int) -> None:
+        if not tensor:      # an omitted optional ONNX input
+            return
         self._consumers.setdefault(tensor, []).append(node.name)
         src = self._producer.get(tensor)
         if src is not None:
             self.wiring.add_edge(src, node.name, key=(tensor, slot))
 
     def _unlink(self, tensor: str, node: Node, slot: int) -> None:
+        if not tensor:
+            return
         self._consumers[tensor].remove(node.name)
         src = self._producer.get(tensor)
         if src is not None:

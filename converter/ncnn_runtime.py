@@ -48,7 +48,8 @@ def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: 
         raise NcnnError(f"ncnn could not load {bin_}")
     ex = net.create_extractor()
     for name, array in feeds.items():
-        ex.input(name, ncnn.Mat(np.ascontiguousarray(array, dtype=np.float32)))
+        # clone: a Mat that wraps numpy memory segfaults when an in-place layer writes to it
+        ex.input(name, ncnn.Mat(np.ascontiguousarray(array, dtype=np.float32)).clone())
     result = {}
     for name in outputs:
         ret, mat = ex.extract(name)

@@ -1,0 +1,61 @@
+"""The Python API: convert an ONNX model, save it, run it in the interpreter."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .ir import Graph
+from .onnx_loader import load_onnx
+from .writer import NcnnNames, ncnn_names, save
+
+
+@dataclass
+class NcnnModel:
+    """An ncnn graph (converted or read from files) with its blob names."""
+    graph: Graph
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def names(self) -> NcnnNames:
+        return ncnn_names(self.graph)
+
+    def io(self) -> dict[str, list[dict]]:
+        """Inputs and outputs: ONNX name, ncnn blob, shapes, and the dropped batch axis."""
+        names = self.names.blob
+
+        def entry(name: str) -> dict:
+            t = self.graph.tensors[name]
+            return {"onnx": name, "ncnn": names[name],
+                    "onnx_shape": None if t.shape is None else list(t.shape),
+                    "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
+                    "batch_axis": t.batch_axis}
+        return {"inputs": [entry(n) for n in self.graph.inputs],
+                "outputs": [entry(n) for n in self.graph.outputs]}
+
+    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False) -> None:
+        save(self.graph, param_path, bin_path, fp16=fp16)
+
+    def run(self, feeds: dict[str, np.ndarray], keep: bool = False) -> dict[str, np.ndarray]:
+        """Run in the ncnn-semantics interpreter; names are graph tensor names (ncnn order, no batch axis)."""
+        from .interpreter import run
+        return run(self.graph, feeds, keep=keep)
+
+
+def convert(model, input_shapes: dict[str, list[int]] | None = None,
+            broadcast_fix: bool = True) -> NcnnModel:
+    """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason."""
+    from passes import run_pipeline
+    from passes.fix_broadcast import fix_broadcast
+    graph = load_onnx(model, input_shapes)
+    stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
+    return NcnnModel(graph, stats)
+
+
+def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:
+    model_path = Path(model_path)
+    folder = Path(out_dir) if out_dir is not None else model_path.parent
+    stem = model_path.stem
+    return folder / f"{stem}.ncnn.param", folder / f"{stem}.ncnn.bin"

@@ -1,0 +1,138 @@
+"""Which ONNX axis of each tensor is the batch axis that ncnn drops.
+
+A graph input of rank >= 2 whose first extent is 1 has its batch axis at 0;
+other inputs and all constants have none. Ops carry it forward by the rules
+below; a tensor whose batch axis is lost simply keeps every axis in ncnn.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .ir import Graph, Node, Tensor
+
+Rule = Callable[[Graph, Node, Tensor], "int | None"]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*ops: str):
+    def register(fn: Rule) -> Rule:
+        RULES.update({op: fn for op in ops})
+        return fn
+    return register
+
+
+def _extent_one(t: Tensor, axis: int | None) -> int | None:
+    if axis is None or t.shape is None or not 0 <= axis < len(t.shape):
+        return None
+    return axis if t.shape[axis] in (1, None) else None
+
+
+def _first(graph: Graph, node: Node) -> Tensor | None:
+    return graph.tensors.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+
+
+def same_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """Default: shape-preserving ops keep the axis where it was."""
+    x = _first(graph, node)
+    if x is None or x.batch_axis is None or x.rank != out.rank:
+        return None
+    return _extent_one(out, x.batch_axis)
+
+
+@rule("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu", "MatMul",
+      "Where", "Equal", "Less", "Greater", "And", "Or", "Xor", "Mod", "Expand")
+def broadcast(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """Numpy-aligned: the outermost operand batch axis that is still extent 1 in the result."""
+    if out.rank is None:
+        return None
+    candidates = []
+    for name in filter(None, node.inputs):
+        t = graph.tensors[name]
+        if t.batch_axis is not None and t.rank is not None:
+            candidates.append(t.batch_axis + out.rank - t.rank)
+    found = [a for a in candidates if _extent_one(out, a) is not None]
+    return min(found) if found else None
+
+
+@rule("Transpose")
+def transpose(graph: Graph, node: Node, out: Tensor) -> int | None:
+    x = _first(graph, node)
+    if x.batch_axis is None:
+        return None
+    perm = node.attrs.get("perm") or list(reversed(range(x.rank)))
+    return list(perm).index(x.batch_axis)
+
+
+@rule("Reshape", "Flatten")
+def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """The batch axis survives a reshape only as the leading extent-1 axis."""
+    x = _first(graph, node)
+    if x.batch_axis != 0 or not out.rank:
+        return None
+    return _extent_one(out, 0)
+
+
+def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.value(node.inputs[1])
+        axes = None if value is None else value.tolist()
+    return None if axes is None else sorted(a + rank if a < 0 else a for a in axes)
+
+
+@rule("Squeeze")
+def squeeze(graph: Graph, node: Node, out: Tensor) -> int | None:
+    x = _first(graph, node)
+    b = x.batch_axis
+    axes = _axes(graph, node, x.rank)
+    if b is None or axes is None or b in axes:
+        return None
+    return b - sum(a < b for a in axes)
+
+
+@rule("Unsqueeze")
+def unsqueeze(graph: Graph, node: Node, out: Tensor) -> int | None:
+    x = _first(graph, node)
+    axes = _axes(graph, node, out.rank or 0)
+    if x.batch_axis is None or axes is None:
+        return None
+    return [i for i in range(out.rank) if i not in axes][x.batch_axis]
+
+
+@rule("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+      "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin")
+def reduce(graph: Graph, node: Node, out: Tensor) -> int | None:
+    x = _first(graph, node)
+    b = x.batch_axis
+    if b is None or x.rank is None:
+        return None
+    if "axis" in node.attrs or node.op.startswith("Arg"):
+        axes = [node.attrs.get("axis", 0) % x.rank]
+    else:
+        axes = _axes(graph, node, x.rank)
+        if axes is None:
+            axes = [] if node.attrs.get("noop_with_empty_axes") else list(range(x.rank))
+    if b in axes:
+        return None
+    if node.attrs.get("keepdims", 1):
+        return b
+    return b - sum(a < b for a in axes)
+
+
+@rule("Shape", "Size", "ConstantOfShape", "Range", "NonZero", "Constant")
+def no_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
+    return None
+
+
+def assign_batch_axes(graph: Graph) -> None:
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        t.batch_axis = 0 if t.rank is not None and t.rank >= 2 and t.shape[0] == 1 else None
+    for t in graph.tensors.values():
+        if t.is_constant:
+            t.batch_axis = None
+    for node in graph.topological():
+        fn = RULES.get(node.op, same_axis)
+        for out in filter(None, node.outputs):
+            tensor = graph.tensors[out]
+            tensor.batch_axis = None if tensor.is_constant else fn(graph, node, tensor)

@@ -1,0 +1,34 @@
+"""ONNX op -> ncnn layer lowerings, one short function per op, registered by op type.
+
+A lowering takes (graph, node) for an ONNX node whose constant inputs are
+already folded, and returns the ncnn nodes that replace it. The replacement
+must produce the node's output tensors under the same names; new
+intermediate tensors are created with `new_tensor` (shape and batch axis
+known). Constant inputs that stay inputs (e.g. a BinaryOp operand) are left
+as constant tensors; a later pass gives them MemoryData layers.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir import Graph, Node
+
+Lowering = Callable[[Graph, Node], list[Node]]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowers(*ops: str):
+    def register(fn: Lowering) -> Lowering:
+        for op in ops:
+            LOWERINGS[op] = fn
+        return fn
+    return register
+
+
+def load_all() -> None:
+    """Import every lowering module so their decorators register."""
+    import importlib
+    import pkgutil
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "common":
+            importlib.import_module(f"{__name__}.{info.name}")

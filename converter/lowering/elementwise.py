@@ -1,0 +1,76 @@
+"""Elementwise ONNX ops -> ncnn BinaryOp.
+
+Operand ranks are left as ONNX has them; the broadcast pass (fix_broadcast)
+makes them agree. A constant operand of one element becomes BinaryOp's
+`with_scalar` form (reversed op when the constant is on the left).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..batch_axis import broadcast as broadcast_batch_axis
+from ..ir import Graph, Node, Tensor
+from ..shapes import broadcast_shapes
+from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED
+from . import lowers
+from .common import fail, layer, new_tensor
+
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+          "Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}
+
+
+def _scalar(graph: Graph, name: str) -> float | None:
+    value = graph.value(name)
+    return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+
+
+def binary(graph: Graph, src: Node, a: str, b: str, op: int, out: str, suffix: str = "") -> Node:
+    """One BinaryOp computing op(a, b); a one-element constant side becomes with_scalar."""
+    scalar_b, scalar_a = _scalar(graph, b), _scalar(graph, a)
+    out_rank = graph.tensors[out].rank
+    # with_scalar keeps the dynamic operand's shape: only valid when the result has that shape
+    if scalar_b is not None and graph.tensors[a].rank == out_rank:
+        return layer(src, graph, "BinaryOp", [a], [out], {0: op, 1: 1, 2: scalar_b}, suffix=suffix)
+    if scalar_a is not None and graph.tensors[b].rank == out_rank:
+        return layer(src, graph, "BinaryOp", [b], [out], {0: BINARY_REVERSED[op], 1: 1, 2: scalar_a},
+                     suffix=suffix)
+    return layer(src, graph, "BinaryOp", [a, b], [out], {0: op}, suffix=suffix)
+
+
+def _check_float(graph: Graph, node: Node) -> None:
+    for name in filter(None, node.inputs):
+        if graph.tensors[name].dtype.kind != "f":
+            raise fail(node, graph, f"operand '{name}' is {graph.tensors[name].dtype}; ncnn computes "
+                                    "in float only (integer math must fold to constants)")
+
+
+@lowers(*BINARY)
+def elementwise(graph: Graph, node: Node) -> list[Node]:
+    _check_float(graph, node)
+    op = BINARY_OPS[BINARY[node.op]]
+    out = node.outputs[0]
+    inputs = [i for i in node.inputs if i]
+    if len(inputs) == 1:
+        return [layer(node, graph, "Noop", inputs, [out])]
+    if len(inputs) == 2 and node.op != "Mean":
+        return [binary(graph, node, inputs[0], inputs[1], op, out)]
+    # variadic Sum/Mean/Max/Min: a left-to-right chain; Mean scales the sum
+    layers, acc = [], inputs[0]
+    for i, operand in enumerate(inputs[1:], start=1):
+        last = i == len(inputs) - 1 and node.op != "Mean"
+        step = out if last else _partial_result(graph, node, inputs[:i + 1])
+        layers.append(binary(graph, node, acc, operand, op, step, suffix=f"_{i}"))
+        acc = step
+    if node.op == "Mean":
+        layers.append(layer(node, graph, "BinaryOp", [acc], [out],
+                            {0: BINARY_OPS["mul"], 1: 1, 2: float(np.float32(1.0 / len(inputs)))},
+                            suffix="_mean"))
+    return layers
+
+
+def _partial_result(graph: Graph, node: Node, operands: list[str]) -> str:
+    """A tensor for op(operands...) with its own broadcast shape and batch axis."""
+    shape = broadcast_shapes(*(graph.tensors[o].shape for o in operands))
+    probe = Tensor("", shape)
+    axis = broadcast_batch_axis(graph, Node("", node.op, operands, []), probe)
+    return new_tensor(graph, f"{node.outputs[0]}_acc", shape, axis)

@@ -1,0 +1,54 @@
+"""The ordered pass pipeline: ONNX Graph -> ncnn Graph. Each pass is linear in graph size."""
+from __future__ import annotations
+
+from typing import Callable
+
+from converter.ir import Graph
+
+from .eliminate_dead import eliminate_dead
+from .fix_broadcast import check_binary_ranks, fix_broadcast
+from .fold_constants import fold_constants
+from .fuse_conv_batchnorm import fuse_conv_batchnorm
+from .fuse_gelu import fuse_gelu
+from .fuse_swish import fuse_swish
+from .insert_split import insert_split
+from .lower_onnx import lower_onnx
+from .materialize_constants import materialize_constants
+
+Pass = Callable[[Graph], dict]
+
+PIPELINE: list[Pass] = [
+    # shape chains and constant subgraphs become constants first, so fusions and
+    # lowerings see constant weights and static shapes
+    fold_constants,
+    # fusions match ONNX patterns, so they run before lowering
+    fuse_conv_batchnorm,
+    fuse_swish,
+    fuse_gelu,
+    lower_onnx,
+    # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
+    # constants become MemoryData so a reshaped constant is just different dims
+    fix_broadcast,
+    materialize_constants,
+    eliminate_dead,
+    # last: it counts the final readers of each blob
+    insert_split,
+]
+
+INVARIANTS = {fix_broadcast: check_binary_ranks}
+
+
+def run_pipeline(graph: Graph, skip: set[Pass] = frozenset()) -> dict:
+    """Run every pass in order (except `skip`), checking each pass's invariant; returns merged stats."""
+    stats: dict = {}
+    for p in PIPELINE:
+        if p in skip:
+            continue
+        stats.update(p(graph) or {})
+        check = INVARIANTS.get(p)
+        if check is not None:
+            try:
+                check(graph)
+            except AssertionError as exc:
+                raise AssertionError(f"pass {p.__name__} broke its invariant: {exc}") from None
+    return stats

@@ -1,0 +1,73 @@
+"""Shared helpers for tests: tiny ONNX models, onnxruntime reference, real-ncnn runs of converted files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from converter import convert
+from converter.ncnn_runtime import run_ncnn
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=13) -> onnx.ModelProto:
+    """inputs/outputs: (name, shape) pairs, float32; initializers: (name, array) pairs."""
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0, low: float = -2.0, high: float = 2.0,
+                  dims: dict | None = None) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    init = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value if d.HasField("dim_value") else (dims or {}).get(d.dim_param, 1)
+                 for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.uniform(low, high, shape).astype(np.float32)
+    return feeds
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def to_ncnn(array: np.ndarray, entry: dict) -> np.ndarray:
+    """What a caller feeds real ncnn: drop the batch axis, then the reported ncnn shape."""
+    if entry["batch_axis"] is not None:
+        array = np.squeeze(array, entry["batch_axis"])
+    return array.reshape(entry["ncnn_shape"]) if None not in entry["ncnn_shape"] else array
+
+
+def run_converted_in_ncnn(model: onnx.ModelProto, feeds: dict, tmp_path: Path, **convert_args):
+    """Convert, save, run in the real runtime; returns outputs reshaped to the ONNX shapes."""
+    converted = convert(model, **convert_args)
+    param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
+    converted.save(param, bin_)
+    io = converted.io()
+    ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
+    result = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
+    return converted, {e["onnx"]: result[e["ncnn"]] for e in io["outputs"]}
+
+
+def assert_matches_reference(model, feeds, outputs, rtol=1e-3, atol=1e-4):
+    expected = onnxruntime_outputs(model, feeds)
+    for name, want in expected.items():
+        got = outputs[name]
+        assert got.size == want.size, f"{name}: ncnn gave shape {got.shape}, onnxruntime {want.shape}"
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=rtol, atol=atol, err_msg=name)
