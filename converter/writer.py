@@ -49,7 +49,12 @@ def ncnn_names(graph: Graph) -> NcnnNames:
 
 def format_float(value: float) -> str:
     """A float ncnn parses as float: contains '.' or 'e' and fits its 15-char scan."""
-    text = format(float(np.float32(value)), ".9g")
+    value = float(np.float32(value))
+    if np.isnan(value):
+        raise ValueError("ncnn params cannot hold NaN")
+    if np.isinf(value):      # ncnn reads "inf" as a string; the largest float is what ncnn's defaults use
+        value = float(np.copysign(np.finfo(np.float32).max, value))
+    text = format(value, ".9g")
     return text if ("." in text or "e" in text) else text + ".0"
 
 
@@ -66,12 +71,23 @@ def _format_param(pid: int, kind: str, value) -> str:
     raise ValueError(kind)
 
 
+def _kind(spec, pid: int, value) -> str:
+    """The declared kind, or for ids the spec does not know (kept from read files) the value's own."""
+    if pid in spec.by_id:
+        return spec.by_id[pid].kind
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, (tuple, list)):
+        return FLOATS if any(isinstance(v, float) for v in value) else INTS
+    return FLOAT if isinstance(value, float) else INT
+
+
 def layer_line(node: Node, names: NcnnNames) -> str:
     spec = SPECS[node.op]
     fields = [node.op.ljust(16), names.layer[node.name].ljust(24), str(len(node.inputs)), str(len(node.outputs))]
     fields += [names.blob[t] for t in node.inputs + node.outputs]
     for pid in sorted(node.params):
-        fields.append(_format_param(pid, spec.by_id[pid].kind, node.params[pid]))
+        fields.append(_format_param(pid, _kind(spec, pid, node.params[pid]), node.params[pid]))
     return " ".join(fields)
 
 

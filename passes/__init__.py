@@ -1,6 +1,7 @@
 """The ordered pass pipeline: ONNX Graph -> ncnn Graph. Each pass is linear in graph size."""
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from converter.ir import Graph
@@ -40,11 +41,13 @@ INVARIANTS = {fix_broadcast: check_binary_ranks}
 
 def run_pipeline(graph: Graph, skip: set[Pass] = frozenset()) -> dict:
     """Run every pass in order (except `skip`), checking each pass's invariant; returns merged stats."""
-    stats: dict = {}
+    stats: dict = {"pass_seconds": {}}
     for p in PIPELINE:
         if p in skip:
             continue
+        start = time.perf_counter()
         stats.update(p(graph) or {})
+        stats["pass_seconds"][p.__name__] = time.perf_counter() - start
         check = INVARIANTS.get(p)
         if check is not None:
             try:
