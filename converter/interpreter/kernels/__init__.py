@@ -1,0 +1,2 @@
+"""Kernel modules, grouped by family; importing them fills the KERNELS table."""
+from . import activation, binary, conv, matmul, norm, pooling, resize, shape  # noqa: F401

@@ -1,0 +1,172 @@
+"""Element-wise layers: activations, UnaryOp, Dropout, and the fused activation of conv/fc layers."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import fail, kernel
+
+F32 = np.float32
+SIGMOID_CLAMP = F32(88.3762626647949)  # ncnn clamps sigmoid's input to +-this before expf
+
+
+# ---- erf / erfc without scipy: series near 0, a Chebyshev-fitted tail beyond ---------
+
+def _erf_series(x: np.ndarray) -> np.ndarray:
+    """Maclaurin series of erf, float64; accurate to ~1e-15 for |x| < 2.5."""
+    x2 = x * x
+    term, total = x.copy(), x.copy()
+    for n in range(1, 48):
+        term *= -x2 / n
+        total += term / (2 * n + 1)
+    return total * (2.0 / np.sqrt(np.pi))
+
+
+def _erfc_tail(z: np.ndarray) -> np.ndarray:
+    """erfc(z) for z >= 0 (Numerical Recipes' erfcc fit, relative error < 1.2e-7)."""
+    t = 1.0 / (1.0 + 0.5 * z)
+    coeffs = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+              -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223)
+    poly = np.zeros_like(z)
+    for c in coeffs:
+        poly = poly * t + c
+    return t * np.exp(-z * z + poly)
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    small = np.abs(x) < 2.5
+    tail = _erfc_tail(np.abs(x))
+    out = np.where(x >= 0, tail, 2.0 - tail)
+    return np.where(small, 1.0 - _erf_series(np.where(small, x, 0.0)), out)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    small = np.abs(x) < 2.5
+    tail = np.sign(x) * (1.0 - _erfc_tail(np.abs(x)))
+    return np.where(small, _erf_series(np.where(small, x, 0.0)), tail)
+
+
+# ---- shared formulas ---------------------------------------------------------
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, -SIGMOID_CLAMP, SIGMOID_CLAMP)
+    return (F32(1) / (F32(1) + np.exp(-x))).astype(F32)
+
+
+def _hard_bounds(alpha: float, beta: float) -> tuple[F32, F32]:
+    lower = -F32(beta) / F32(alpha)
+    return lower, F32(1) / F32(alpha) + lower
+
+
+def hardsigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    lower, upper = _hard_bounds(alpha, beta)
+    return np.where(x < lower, F32(0), np.where(x > upper, F32(1), x * F32(alpha) + F32(beta)))
+
+
+def hardswish(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    lower, upper = _hard_bounds(alpha, beta)
+    return np.where(x < lower, F32(0), np.where(x > upper, x, x * (x * F32(alpha) + F32(beta))))
+
+
+def mish(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (x * np.tanh(np.log(np.exp(x) + F32(1)))).astype(F32)
+
+
+def fused_activation(x: np.ndarray, activation_type: int, params) -> np.ndarray:
+    """ncnn's activation_type 0..6 as fused into Convolution / InnerProduct / Deconvolution."""
+    params = [F32(v) for v in params]
+    if activation_type == 0:
+        return x
+    if activation_type == 1:
+        return np.maximum(x, F32(0))
+    if activation_type == 2:
+        return np.where(x > 0, x, x * params[0])
+    if activation_type == 3:
+        return np.minimum(np.maximum(x, params[0]), params[1])
+    if activation_type == 4:
+        return sigmoid(x)
+    if activation_type == 5:
+        return mish(x)
+    if activation_type == 6:
+        return hardswish(x, params[0], params[1])
+    fail(f"unknown fused activation_type {activation_type}")
+
+
+# ---- layers ------------------------------------------------------------------
+
+@kernel("ReLU")
+def relu(p, weights, x):
+    return np.where(x < 0, x * F32(p.slope), x)
+
+
+@kernel("Clip")
+def clip(p, weights, x):
+    return np.minimum(np.maximum(x, F32(p.min)), F32(p.max))
+
+
+@kernel("Sigmoid")
+def sigmoid_layer(p, weights, x):
+    return sigmoid(x)
+
+
+@kernel("Swish")
+def swish(p, weights, x):
+    with np.errstate(over="ignore"):
+        return x / (F32(1) + np.exp(-x))
+
+
+@kernel("TanH")
+def tanh(p, weights, x):
+    return np.tanh(x)
+
+
+@kernel("HardSigmoid")
+def hardsigmoid_layer(p, weights, x):
+    return hardsigmoid(x, p.alpha, p.beta)
+
+
+@kernel("HardSwish")
+def hardswish_layer(p, weights, x):
+    return hardswish(x, p.alpha, p.beta)
+
+
+@kernel("GELU")
+def gelu(p, weights, x):
+    if p.fast_gelu:
+        inner = F32(0.79788452) * (x + F32(0.044715) * x * x * x)
+        return F32(0.5) * x * (F32(1) + np.tanh(inner))
+    return (0.5 * x * erfc(-0.70710678 * x.astype(np.float64))).astype(F32)
+
+
+@kernel("Erf")
+def erf_layer(p, weights, x):
+    return erf(x).astype(F32)
+
+
+@kernel("Dropout")
+def dropout(p, weights, x):
+    return x if p.scale == 1.0 else x * F32(p.scale)
+
+
+def _ieee_rsqrt(x):
+    return F32(1) / np.sqrt(x)
+
+
+UNARY = {
+    0: np.abs, 1: np.negative, 2: np.floor, 3: np.ceil, 4: np.square, 5: np.sqrt,
+    6: _ieee_rsqrt, 7: np.exp, 8: np.log, 9: np.sin, 10: np.cos, 11: np.tan,
+    12: np.arcsin, 13: np.arccos, 14: np.arctan, 15: lambda x: F32(1) / x, 16: np.tanh,
+    17: np.log10, 18: np.rint, 19: np.trunc, 20: np.sign, 21: np.expm1, 22: np.sinh,
+    23: np.arcsinh, 24: np.cosh, 25: np.arccosh, 26: np.arctanh, 27: np.log1p,
+}
+
+
+@kernel("UnaryOp")
+def unaryop(p, weights, x):
+    op = UNARY.get(p.op_type)
+    if op is None:
+        fail(f"unknown UnaryOp op_type {p.op_type}")
+    with np.errstate(all="ignore"):
+        return op(x)

@@ -1,0 +1,95 @@
+"""BinaryOp (with ncnn's own rank-mismatch broadcasting) and Eltwise."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import fail, kernel, shape_str
+
+F32 = np.float32
+
+
+def _ieee_remainder(a, b):
+    """C's remainderf: a - n*b with n = a/b rounded half to even (not numpy's floored mod)."""
+    a64, b64 = a.astype(np.float64), np.asarray(b, dtype=np.float64)
+    return (a64 - np.rint(a64 / b64) * b64).astype(F32)
+
+
+def _logaddexp(a, b):
+    hi, lo = np.maximum(a, b), np.minimum(a, b)
+    return hi + np.log1p(np.exp(lo - hi))
+
+
+# op(a, b) for each op_type; the r-variants swap the operands
+_FORWARD = {
+    0: np.add, 1: np.subtract, 2: np.multiply, 3: np.divide, 4: np.maximum, 5: np.minimum,
+    6: np.power, 10: np.arctan2, 12: np.fmod, 14: _logaddexp,
+    15: lambda a, b: np.floor(a / b), 17: _ieee_remainder,
+}
+_SWAPPED = {7: 1, 8: 3, 9: 6, 11: 10, 13: 12, 16: 15, 18: 17}
+
+
+def binary(op_type: int, a, b):
+    with np.errstate(all="ignore"):
+        if op_type in _FORWARD:
+            return _FORWARD[op_type](a, b)
+        if op_type in _SWAPPED:
+            return _FORWARD[_SWAPPED[op_type]](b, a)
+    fail(f"unknown BinaryOp op_type {op_type}")
+
+
+def align_rank(x: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """ncnn's expansion of the lower-rank operand to the other's rank (numpy order).
+
+    The lower-rank operand goes to the OUTER axes (trailing 1s are appended), except
+    a 1-D operand whose length differs from the other's outermost extent (h for 2-D,
+    c for 3-D/4-D): that one runs along w, the innermost axis.
+    """
+    pad = other.ndim - x.ndim
+    if pad <= 0:
+        return x
+    if x.ndim == 1 and x.shape[0] != other.shape[0]:
+        return x.reshape((1,) * pad + x.shape)
+    return x.reshape(x.shape + (1,) * pad)
+
+
+def ncnn_broadcast(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands at equal rank, or an error where ncnn would index out of range."""
+    a2, b2 = align_rank(a, b), align_rank(b, a)
+    for ea, eb in zip(a2.shape, b2.shape):
+        if ea != eb and ea != 1 and eb != 1:
+            how = "" if a.ndim == b.ndim else f" (ncnn aligns them as {shape_str(a2)} and {shape_str(b2)})"
+            fail(f"operand shapes {shape_str(a)} and {shape_str(b)} do not broadcast in ncnn{how}; "
+                 f"ncnn would compute garbage here")
+    return a2, b2
+
+
+@kernel("BinaryOp")
+def binaryop(p, weights, a, b=None):
+    if p.with_scalar:
+        return binary(p.op_type, a, F32(p.b))
+    if b is None:
+        fail("BinaryOp without with_scalar needs two inputs")
+    a2, b2 = ncnn_broadcast(a, b)
+    return binary(p.op_type, a2, b2)
+
+
+@kernel("Eltwise")
+def eltwise(p, weights, *xs):
+    if len(xs) < 2:
+        fail("Eltwise needs at least two inputs")
+    if any(x.shape != xs[0].shape for x in xs):
+        fail("Eltwise inputs must have equal shapes, got " + ", ".join(shape_str(x) for x in xs))
+    if p.op_type == 0:
+        return np.prod(np.stack(xs), axis=0)
+    if p.op_type == 2:
+        return np.max(np.stack(xs), axis=0)
+    if p.op_type != 1:
+        fail(f"unknown Eltwise op_type {p.op_type}")
+    if len(p.coeffs) == 0:
+        return np.sum(np.stack(xs), axis=0)
+    if len(p.coeffs) < len(xs):
+        fail(f"Eltwise has {len(xs)} inputs but only {len(p.coeffs)} coeffs")
+    out = xs[0] * F32(p.coeffs[0])
+    for x, c in zip(xs[1:], p.coeffs[1:]):
+        out = out + x * F32(c)
+    return out

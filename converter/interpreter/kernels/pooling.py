@@ -1,0 +1,83 @@
+"""Pooling: max/avg over windows (4 pad modes), global and adaptive."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import fail, kernel, require_rank
+from .conv import same_pads, windows
+
+F32 = np.float32
+MAX, AVG = 0, 1
+FLT_MAX = F32(np.finfo(np.float32).max)
+
+
+def _pads(p, h: int, w: int) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """Border (top, bottom, left, right) ncnn adds, and the tail part of it (bottom, right)
+    that pad_mode 0 adds so the last partial window is kept."""
+    kh, kw, sh, sw = p.kernel_h, p.kernel_w, p.stride_h, p.stride_w
+    if p.pad_mode == 0:   # full: keep the tail window
+        htail = (h + p.pad_top + p.pad_bottom - kh) % sh
+        wtail = (w + p.pad_left + p.pad_right - kw) % sw
+        htail, wtail = (sh - htail if htail else 0), (sw - wtail if wtail else 0)
+        return (p.pad_top, p.pad_bottom + htail, p.pad_left, p.pad_right + wtail), (htail, wtail)
+    if p.pad_mode == 1:   # valid
+        return (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right), (0, 0)
+    if p.pad_mode in (2, 3):   # SAME_UPPER / SAME_LOWER
+        top, bottom = same_pads(h, kh, sh, p.pad_mode == 3)
+        left, right = same_pads(w, kw, sw, p.pad_mode == 3)
+        return (top, bottom, left, right), (0, 0)
+    fail(f"unknown pad_mode {p.pad_mode}")
+
+
+def _adaptive(p, x: np.ndarray) -> np.ndarray:
+    _, h, w = x.shape
+    out_h = h if p.out_h == -233 else p.out_h
+    out_w = w if p.out_w == -233 else p.out_w
+    if (out_h, out_w) == (h, w):
+        return x
+
+    def bins(size, out):
+        i = np.arange(out)
+        start, end = size * i // out, (size * (i + 1) + out - 1) // out
+        k = int((end - start).max())
+        idx = start[:, None] + np.arange(k)
+        return np.minimum(idx, size - 1), idx < end[:, None], end - start
+
+    hi, hmask, hcount = bins(h, out_h)
+    wi, wmask, wcount = bins(w, out_w)
+    g = x[:, hi][:, :, :, wi]                       # C, outh, kh, outw, kw
+    mask = hmask[:, :, None, None] & wmask[None, None]
+    if p.pooling_type == MAX:
+        return np.where(mask, g, -np.inf).max(axis=(2, 4)).astype(F32)
+    total = np.where(mask, g, F32(0)).sum(axis=(2, 4), dtype=F32)
+    return total / F32(hcount)[:, None] / F32(wcount)[None, :]
+
+
+@kernel("Pooling")
+def pooling(p, weights, x):
+    require_rank(x, 3)
+    if p.pooling_type not in (MAX, AVG):
+        fail(f"unknown pooling_type {p.pooling_type}")
+    if p.global_pooling:
+        flat = x.reshape(x.shape[0], -1)
+        return flat.max(axis=1) if p.pooling_type == MAX else flat.sum(axis=1) / F32(flat.shape[1])
+    if p.adaptive_pooling:
+        return _adaptive(p, x)
+    _, h, w = x.shape
+    (top, bottom, left, right), (htail, wtail) = _pads(p, h, w)
+    border = -FLT_MAX if p.pooling_type == MAX else F32(0)
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=border)
+    win = windows(xp, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w)
+    if p.pooling_type == MAX:
+        return win.max(axis=(3, 4))
+    if p.avgpool_count_include_pad:
+        return win.sum(axis=(3, 4)) / F32(p.kernel_h * p.kernel_w)
+    # ncnn excludes only the pad given by the params (plus pad_mode 0's tail), so
+    # SAME pads (modes 2/3) still count as area when the param pads are 0
+    hb, wb = xp.shape[1:]
+    rows = (np.arange(hb) >= p.pad_top) & (np.arange(hb) < hb - p.pad_bottom - htail)
+    cols = (np.arange(wb) >= p.pad_left) & (np.arange(wb) < wb - p.pad_right - wtail)
+    region = (rows[:, None] & cols[None, :]).astype(F32)[None]
+    inside = windows(region, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (win * inside).sum(axis=(3, 4)) / inside.sum(axis=(3, 4))

@@ -1,0 +1,239 @@
+"""Data-movement layers: constants, Split, Concat, Slice, Crop, Reshape, Flatten, Permute, Padding."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import extents, fail, kernel, require_rank, shape_str
+
+F32 = np.float32
+AUTO = -233   # ncnn's "not given / rest / keep" marker in Slice, Crop and Reshape
+
+
+@kernel("Input")
+def input_(p, weights):
+    fail("Input layers take their blob from the feeds")
+
+
+@kernel("MemoryData")
+def memorydata(p, weights):
+    if p.d:
+        shape = (p.c, p.d, p.h, p.w)
+    elif p.c:
+        shape = (p.c, p.h, p.w)
+    elif p.h:
+        shape = (p.h, p.w)
+    elif p.w:
+        shape = (p.w,)
+    else:
+        fail("MemoryData with w=h=d=c=0 holds one uninitialized value in ncnn")
+    if weights[0].size != int(np.prod(shape)):
+        fail(f"MemoryData data has {weights[0].size} values, shape {shape} needs {int(np.prod(shape))}")
+    return weights[0].reshape(shape)
+
+
+@kernel("Split", outputs=True)
+def split(p, weights, x, n_outputs):
+    return (x,) * n_outputs
+
+
+@kernel("Noop")
+def noop(p, weights, *xs):
+    return xs
+
+
+@kernel("Flatten")
+def flatten(p, weights, x):
+    return x.reshape(-1)
+
+
+def _axis(axis: int, x: np.ndarray, layer: str) -> int:
+    positive = axis + x.ndim if axis < 0 else axis
+    if not 0 <= positive < x.ndim:
+        fail(f"{layer} axis {axis} is out of range for shape {shape_str(x)}")
+    return positive
+
+
+@kernel("Concat")
+def concat(p, weights, *xs):
+    axis = _axis(p.axis, xs[0], "Concat")
+    for x in xs[1:]:
+        if x.ndim != xs[0].ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != axis):
+            fail(f"Concat on axis {axis} needs equal other extents, got "
+                 + ", ".join(shape_str(x) for x in xs))
+    return np.concatenate(xs, axis=axis)
+
+
+def _slice_sizes(p, total: int, n: int) -> list[int]:
+    sizes, start = [], 0
+    for i in range(n):
+        if len(p.indices):
+            if i == n - 1:
+                size = total - start
+            elif i < len(p.indices):
+                size = (p.indices[i] + total if p.indices[i] < 0 else p.indices[i]) - start
+            else:
+                fail(f"Slice has {n} outputs but only {len(p.indices)} indices")
+        elif i < len(p.slices):
+            size = p.slices[i]
+            if size == AUTO:
+                size = (total - start) // (n - i)
+        else:
+            fail(f"Slice has {n} outputs but only {len(p.slices)} slices")
+        if size <= 0 or start + size > total:
+            fail(f"Slice part {i} would span [{start}, {start + size}) of an axis of {total}")
+        sizes.append(size)
+        start += size
+    return sizes
+
+
+@kernel("Slice", outputs=True)
+def slice_(p, weights, x, n_outputs):
+    axis = 0 if x.ndim == 1 else _axis(p.axis, x, "Slice")
+    sizes = _slice_sizes(p, x.shape[axis], n_outputs)
+    cuts = np.cumsum(sizes)
+    return tuple(np.take(x, np.arange(c - s, c), axis=axis) for s, c in zip(sizes, cuts))
+
+
+# ---- Crop ------------------------------------------------------------------------
+
+_CROP_AXES = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}   # ncnn axis names in numpy order
+
+
+def _crop_numpy_style(p, x: np.ndarray) -> list[tuple[int, int]]:
+    """(offset, size) per numpy axis from starts/ends/axes (ncnn: end 0 means 'to the end')."""
+    roi = [(0, n) for n in x.shape]
+    axes = list(p.axes) if len(p.axes) else list(range(x.ndim))
+    for i, axis in enumerate(axes):
+        if i >= len(p.starts) or i >= len(p.ends):
+            fail(f"Crop has {len(axes)} axes but {len(p.starts)} starts and {len(p.ends)} ends")
+        axis = 0 if x.ndim == 1 else (axis + x.ndim if axis < 0 else axis)
+        if not 0 <= axis < x.ndim:
+            continue                      # ncnn ignores axes it does not have
+        n, start, end = x.shape[axis], p.starts[i], p.ends[i]
+        start = 0 if start == AUTO else start
+        end = n if end == AUTO else end
+        offset = start if start >= 0 else n + start
+        roi[axis] = (offset, min(n, end if end > 0 else n + end) - offset)
+    return roi
+
+
+def _crop_offsets(p, x: np.ndarray) -> list[tuple[int, int]]:
+    names = _CROP_AXES[x.ndim]
+    roi = []
+    for name, n in zip(names, x.shape):
+        offset, offset2, out = p[name + "offset"], p[name + "offset2"], p["out" + name]
+        size = n - offset - offset2
+        roi.append((offset, size if out == AUTO else min(out, size)))
+    return roi
+
+
+def _crop_to_reference(p, x: np.ndarray, ref: np.ndarray) -> list[tuple[int, int]]:
+    names, ref_ext = _CROP_AXES[x.ndim], extents(ref)
+    roi = []
+    for name, n in zip(names, x.shape):
+        keep_c = name == "c" and ref.ndim != x.ndim
+        roi.append((p[name + "offset"], n if keep_c else ref_ext[name]))
+    return roi
+
+
+@kernel("Crop")
+def crop(p, weights, x, reference=None):
+    if reference is not None:
+        if p.woffset == AUTO:
+            fail("Crop with woffset=-233 reads its roi from a blob; not supported by the interpreter")
+        roi = _crop_to_reference(p, x, reference)
+    elif len(p.starts) and len(p.ends):
+        roi = _crop_numpy_style(p, x)
+    else:
+        roi = _crop_offsets(p, x)
+    for (offset, size), n in zip(roi, x.shape):
+        if size <= 0 or offset < 0 or offset + size > n:
+            fail(f"Crop roi (offset, size) {roi} does not fit shape {shape_str(x)}")
+    return x[tuple(slice(o, o + s) for o, s in roi)]
+
+
+# ---- Reshape ---------------------------------------------------------------------
+
+@kernel("Reshape")
+def reshape(p, weights, x):
+    """The x86 runtime's Reshape: a 1-D target always flattens; 0 copies the input's
+    extent of the same name (w, h, d, c), -1 is inferred; a -233 ends the shape."""
+    if p.shape_expr:
+        fail("Reshape shape expressions are not supported by the interpreter")
+    ndim = 4                       # ncnn's rule: the first -233 among w, h, c (and d) ends the shape
+    for count, value in ((3, p.d), (2, p.c), (1, p.h), (0, p.w)):
+        if value == AUTO:
+            ndim = count
+    if ndim == 0:
+        fail("Reshape with w=-233 produces no blob in ncnn")
+    if ndim == 1:
+        return x.reshape(-1)
+    names = {2: "wh", 3: "whc", 4: "whdc"}[ndim]
+    given = [p[n] for n in names]
+    ext = extents(x)
+    out = [ext[n] if v == 0 else v for n, v in zip(names, given)]
+    if out.count(-1) == 1:
+        known = int(np.prod([v for v in out if v != -1]))
+        out[out.index(-1)] = x.size // known if known else 0
+    if any(v <= 0 for v in out) or int(np.prod(out)) != x.size:
+        fail(f"Reshape to {dict(zip(names, given))} cannot hold the {x.size} values of {shape_str(x)}")
+    return x.reshape(tuple(reversed(out)))
+
+
+# ---- Permute ---------------------------------------------------------------------
+
+# each order_type lists the input axis that becomes output w, h, (d,) c - as in ncnn
+_PERMUTE_3D = ["whc", "hwc", "wch", "cwh", "hcw", "chw"]
+_PERMUTE_4D = ["whdc", "hwdc", "wdhc", "dwhc", "hdwc", "dhwc", "whcd", "hwcd", "wchd", "cwhd",
+               "hcwd", "chwd", "wdch", "dwch", "wcdh", "cwdh", "dcwh", "cdwh", "hdcw", "dhcw",
+               "hcdw", "chdw", "dchw", "cdhw"]
+
+
+@kernel("Permute")
+def permute(p, weights, x):
+    if x.ndim == 1:
+        return x
+    if x.ndim == 2:
+        if p.order_type not in (0, 1):
+            fail(f"Permute order_type {p.order_type} on a 2-D blob leaves ncnn's output empty")
+        return x if p.order_type == 0 else np.ascontiguousarray(x.T)
+    table, axes = (_PERMUTE_3D, "chw") if x.ndim == 3 else (_PERMUTE_4D, "cdhw")
+    if not 0 <= p.order_type < len(table):
+        fail(f"Permute order_type {p.order_type} is out of range for a {x.ndim}-D blob")
+    order = [axes.index(name) for name in reversed(table[p.order_type])]
+    return np.ascontiguousarray(x.transpose(order))
+
+
+# ---- Padding ---------------------------------------------------------------------
+
+@kernel("Padding")
+def padding(p, weights, x):
+    pads = [(p.top, p.bottom), (p.left, p.right)]
+    if x.ndim == 1:
+        pads = pads[1:]
+    elif x.ndim == 3:
+        pads = [(p.front, p.behind)] + pads
+    elif x.ndim == 4:
+        pads = [(0, 0), (p.front, p.behind)] + pads
+    if min(v for pair in pads for v in pair) < 0:
+        fail(f"negative Padding {pads} is not supported by the interpreter")
+    if not any(v for pair in pads for v in pair):
+        return x
+    if p.type == 0:
+        out = np.pad(x, pads, constant_values=F32(p.value))
+        if p.per_channel_pad_data_size and x.ndim >= 3:
+            values = weights[0].astype(F32)
+            if values.size < out.shape[0]:
+                fail(f"{values.size} per-channel pad values for {out.shape[0]} channels")
+            inner = np.zeros(out.shape, dtype=bool)
+            inner[tuple(slice(a, a + n) for (a, _), n in zip(pads, x.shape))] = True
+            out = np.where(inner, out, values[:out.shape[0]].reshape((-1,) + (1,) * (x.ndim - 1)))
+        return out
+    if p.type == 1:
+        return np.pad(x, pads, mode="edge")
+    if p.type == 2:
+        for (before, after), n in zip(pads, x.shape):
+            if max(before, after) >= n:
+                fail(f"reflect padding of {max(before, after)} needs an extent above it, got {n}")
+        return np.pad(x, pads, mode="reflect")
+    fail(f"unknown Padding type {p.type}")
