@@ -47,8 +47,11 @@ def rewrite_legacy_broadcast(proto: onnx.ModelProto) -> onnx.ModelProto:
                 new_b = f"{b}__legacy_bcast_{node.name or len(new_nodes)}"
                 if b in initializers:
                     value = numpy_helper.to_array(initializers[b])
-                    g.initializer.append(numpy_helper.from_array(
-                        value.reshape(value.shape + (1,) * pad), new_b))
+                    reshaped = numpy_helper.from_array(value.reshape(value.shape + (1,) * pad), new_b)
+                    g.initializer.append(reshaped)
+                    if proto.ir_version < 4:     # these IR versions list initializers as inputs
+                        g.input.append(helper.make_tensor_value_info(
+                            new_b, reshaped.data_type, list(reshaped.dims)))
                 else:
                     new_nodes.append(helper.make_node(
                         "Unsqueeze", [b], [new_b], axes=list(range(ranks[b], ranks[b] + pad))))
