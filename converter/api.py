@@ -38,10 +38,21 @@ class NcnnModel:
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False) -> None:
         save(self.graph, param_path, bin_path, fp16=fp16)
 
-    def run(self, feeds: dict[str, np.ndarray], keep: bool = False) -> dict[str, np.ndarray]:
-        """Run in the ncnn-semantics interpreter; names are graph tensor names (ncnn order, no batch axis)."""
+    def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Run in the ncnn-semantics interpreter.
+
+        Names are ncnn blob names (a converted model's ONNX names, or their
+        sanitized form); arrays are in ncnn order without the batch axis.
+        """
         from .interpreter import run
-        return run(self.graph, feeds, keep=keep)
+        to_tensor = {blob: tensor for tensor, blob in self.names.blob.items()}
+        to_tensor.update({t: t for t in self.graph.tensors})
+        unknown = [k for k in list(feeds) + list(outputs or []) if k not in to_tensor]
+        if unknown:
+            raise KeyError(f"unknown blob(s) {', '.join(unknown)}")
+        wanted = [to_tensor[o] for o in outputs] if outputs is not None else None
+        result = run(self.graph, {to_tensor[k]: v for k, v in feeds.items()}, outputs=wanted)
+        return {self.names.blob.get(k, k): v for k, v in result.items()}
 
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
@@ -52,6 +63,12 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     graph = load_onnx(model, input_shapes)
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
     return NcnnModel(graph, stats)
+
+
+def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
+    """Read existing .param/.bin files (from this or any converter) for the interpreter."""
+    from .reader import read_ncnn
+    return NcnnModel(read_ncnn(param_path, bin_path))
 
 
 def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:

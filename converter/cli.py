@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 from .ir import ConversionError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -55,6 +57,55 @@ def cmd_convert(args) -> int:
     return EXIT_OK
 
 
+def _npy_inputs(items: list[str] | None) -> dict[str, np.ndarray]:
+    arrays = {}
+    for text in items or []:
+        name, sep, path = text.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--input expects NAME=FILE.npy, got '{text}'")
+        try:
+            arrays[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--input {name}: cannot read {path}: {exc}") from None
+    return arrays
+
+
+def cmd_verify(args) -> int:
+    from .verify import verify
+    report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
+                    seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
+                    broadcast_fix=not args.no_broadcast_fix)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
+        print(f"inputs: {shapes}; {report.reshapes_inserted} broadcast reshapes inserted")
+        for o in report.outputs:
+            status = "ok  " if o.passed else "FAIL"
+            figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
+            print(f"  {status} {o.backend:6} {o.name}: {figures}")
+        for d in report.divergences:
+            print(f"  {d.describe()}")
+        print("PASSED" if report.passed else "FAILED")
+    return EXIT_OK if report.passed else EXIT_MISMATCH
+
+
+def cmd_run(args) -> int:
+    from .api import load_ncnn
+    from .interpreter import InterpreterError
+    from .reader import NcnnFormatError
+    try:
+        model = load_ncnn(args.param, args.bin)
+        outputs = model.run(_npy_inputs(args.input))
+    except (NcnnFormatError, InterpreterError, KeyError, OSError) as exc:
+        raise ConversionError(str(exc).strip("'\"")) from None
+    if args.output:
+        np.savez(args.output, **outputs)
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)}, mean {float(value.mean()):.6g}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -66,6 +117,26 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows")
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result")
     conv.set_defaults(func=cmd_convert)
+
+    ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
+    ver.add_argument("model")
+    ver.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input array (repeatable)")
+    ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS")
+    ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    ver.add_argument("--rtol", type=float, default=1e-3)
+    ver.add_argument("--atol", type=float, default=1e-4)
+    ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp")
+    ver.add_argument("--no-broadcast-fix", action="store_true",
+                     help="skip the broadcast pass, to see what a naive conversion gets wrong")
+    ver.add_argument("--json", action="store_true")
+    ver.set_defaults(func=cmd_verify)
+
+    run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
+    run.add_argument("param")
+    run.add_argument("bin")
+    run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True)
+    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs")
+    run.set_defaults(func=cmd_run)
     return parser
 
 

@@ -85,6 +85,8 @@ class Graph:
         self._consumers: dict[str, list[str]] = {}
         self._order = itertools.count()
         self._fresh = itertools.count()
+        self._version = 0                        # bumped by every wiring change
+        self._topo_cache: tuple[int, list[Node]] | None = None
         self.opset = 13
 
     # ---- tensors -------------------------------------------------------
@@ -118,6 +120,7 @@ class Graph:
         if node.name in self.nodes:
             raise ValueError(f"duplicate node name {node.name!r}")
         self.nodes[node.name] = node
+        self._version += 1
         self.wiring.add_node(node.name, order=next(self._order))
         for out in filter(None, node.outputs):
             self._producer[out] = node.name
@@ -132,6 +135,7 @@ class Graph:
         return [i for i, t in enumerate(node.inputs) if t == tensor]
 
     def _link(self, tensor: str, node: Node, slot: int) -> None:
+        self._version += 1
         if not tensor:      # an omitted optional ONNX input
             return
         self._consumers.setdefault(tensor, []).append(node.name)
@@ -140,6 +144,7 @@ class Graph:
             self.wiring.add_edge(src, node.name, key=(tensor, slot))
 
     def _unlink(self, tensor: str, node: Node, slot: int) -> None:
+        self._version += 1
         if not tensor:
             return
         self._consumers[tensor].remove(node.name)
@@ -155,6 +160,7 @@ class Graph:
                 del self._producer[out]
         self.wiring.remove_node(node.name)
         del self.nodes[node.name]
+        self._version += 1
 
     def replace_input(self, node: Node, slot: int, tensor: str) -> None:
         self._unlink(node.inputs[slot], node, slot)
@@ -188,10 +194,12 @@ class Graph:
             del self.tensors[name]
 
     def topological(self) -> list[Node]:
-        """Nodes in dependency order, ties broken by insertion order (stable output)."""
-        order = nx.get_node_attributes(self.wiring, "order")
-        names = nx.lexicographical_topological_sort(self.wiring, key=order.__getitem__)
-        return [self.nodes[n] for n in names]
+        """Nodes in dependency order, ties broken by insertion order (stable output); cached until the wiring changes."""
+        if self._topo_cache is None or self._topo_cache[0] != self._version:
+            order = nx.get_node_attributes(self.wiring, "order")
+            names = nx.lexicographical_topological_sort(self.wiring, key=order.__getitem__)
+            self._topo_cache = (self._version, [self.nodes[n] for n in names])
+        return list(self._topo_cache[1])
 
     def value(self, tensor: str) -> np.ndarray | None:
         t = self.tensors.get(tensor)

@@ -103,20 +103,24 @@ def _dtype_of(type_proto: onnx.TypeProto) -> np.dtype:
     return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else np.dtype(np.float32)
 
 
-def load_onnx(model, input_shapes: dict[str, list[int]] | None = None) -> Graph:
+def prepare_model(model, input_shapes: dict[str, list[int]] | None = None) -> onnx.ModelProto:
+    """Read, check, upgrade old opsets, fix input shapes, infer shapes; the caller's proto is not changed."""
     proto, path = read_model(model)
     where = path or "model"
     try:
         onnx.checker.check_model(proto)
     except Exception as exc:
         raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
-    proto = _upgrade_opset(proto)
+    proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _apply_input_shapes(proto, input_shapes or {})
     try:
-        proto = shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
+        return shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
     except Exception as exc:
         raise ConversionError(f"shape inference failed on {where}: {_first_line(exc)}")
-    graph = build_graph(proto)
+
+
+def load_onnx(model, input_shapes: dict[str, list[int]] | None = None) -> Graph:
+    graph = build_graph(prepare_model(model, input_shapes))
     assign_batch_axes(graph)
     return graph
 

@@ -1,0 +1,210 @@
+"""Check a conversion against onnxruntime, output by output, and name the first layer that diverges.
+
+The model is converted in memory; the same inputs go to onnxruntime (on the
+prepared ONNX model, every intermediate tensor exposed) and to the chosen
+backend(s): the interpreter (ncnn semantics in numpy) and/or the real ncnn
+runtime on the written files. Blobs that carry an ONNX tensor's name are
+compared in layer order, so the first mismatch names its layer and ONNX node.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from .api import NcnnModel, convert
+from .ir import ConversionError, Graph, Tensor
+from .onnx_loader import prepare_model
+
+DEFAULT_DYNAMIC_EXTENT = 16     # used for a dynamic input extent nobody fixed
+BACKENDS = ("interp", "ncnn", "both")
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    backend: str
+    passed: bool
+    max_abs: float | None = None
+    max_rel: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class Divergence:
+    backend: str
+    layer: str
+    layer_type: str
+    onnx_node: str | None
+    blob: str | None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    error: str | None = None
+
+    def describe(self) -> str:
+        where = f"{self.layer_type} layer '{self.layer}' (ONNX node '{self.onnx_node}')"
+        if self.error:
+            return f"{self.backend}: {where} failed: {self.error}"
+        return (f"{self.backend}: first divergence at {where}, blob '{self.blob}': "
+                f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}")
+
+
+@dataclass
+class VerifyReport:
+    passed: bool
+    backends: list[str]
+    inputs: dict[str, list[int]]
+    outputs: list[OutputCheck] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    reshapes_inserted: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int) -> dict:
+    """User-given arrays, else seeded random ones of each input's dtype, shape and a sensible range."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    known = {i.name for i in proto.graph.initializer}
+    unknown = sorted(set(given) - set(graph.inputs))
+    if unknown:
+        raise ConversionError(f"--input names unknown input(s) {', '.join(unknown)}; "
+                              f"the model's inputs are {', '.join(graph.inputs)}")
+    for vi in proto.graph.input:
+        if vi.name in known:
+            continue
+        t = graph.tensors[vi.name]
+        if vi.name in given:
+            array = np.asarray(given[vi.name])
+            if t.shape is not None and (len(array.shape) != len(t.shape) or any(
+                    d is not None and d != a for d, a in zip(t.shape, array.shape))):
+                raise ConversionError(f"--input {vi.name}: array shape {list(array.shape)} does not "
+                                      f"fit the input shape {list(t.shape)}")
+            feeds[vi.name] = array.astype(t.dtype)
+            continue
+        shape = [DEFAULT_DYNAMIC_EXTENT if d is None else d for d in t.shape]
+        if t.dtype.kind == "f":
+            feeds[vi.name] = rng.uniform(-1.0, 1.0, shape).astype(t.dtype)
+        elif t.dtype.kind in "iu":
+            feeds[vi.name] = rng.integers(0, 4, shape).astype(t.dtype)
+        else:
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(t.dtype)
+    return feeds
+
+
+def onnxruntime_all(proto: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    """Every float tensor onnxruntime computes: outputs and intermediates."""
+    exposed = onnx.ModelProto.FromString(proto.SerializeToString())
+    have = {o.name for o in exposed.graph.output}
+    for vi in exposed.graph.value_info:
+        if vi.name not in have and vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            exposed.graph.output.append(vi)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(exposed.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
+    if t.batch_axis is not None and array.ndim > t.batch_axis and array.shape[t.batch_axis] == 1:
+        array = np.squeeze(array, t.batch_axis)
+    return array
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, str | None]:
+    if got.size != want.size:
+        return False, float("inf"), float("inf"), f"shape {list(got.shape)} vs expected {list(want.shape)}"
+    got = got.reshape(want.shape).astype(np.float64)
+    want = want.astype(np.float64)
+    diff = np.abs(got - want)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    max_rel = float((diff / np.maximum(np.abs(want), 1e-12)).max()) if diff.size else 0.0
+    ok = bool(np.all(diff <= atol + rtol * np.abs(want))) and bool(np.all(np.isfinite(got) == np.isfinite(want)))
+    return ok, max_abs, max_rel, None
+
+
+def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None]:
+    from .interpreter import InterpreterError, run
+    try:
+        return run(model.graph, feeds, keep=True), None
+    except InterpreterError as exc:
+        return {}, exc
+
+
+def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str]) -> tuple[dict, Exception | None]:
+    from .ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
+    names = model.names.blob
+    with tempfile.TemporaryDirectory() as folder:
+        param, bin_ = Path(folder) / "model.param", Path(folder) / "model.bin"
+        model.save(param, bin_)
+        try:
+            result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted])
+        except (NcnnCrash, NcnnError) as exc:
+            return {}, exc
+    return {w: result[names[w]] for w in wanted}, None
+
+
+def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,
+                   rtol: float, atol: float, report: VerifyReport) -> None:
+    graph = model.graph
+    order = graph.topological()
+    comparable = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
+    comparable += [o for o in graph.outputs if o not in comparable and o in reference]
+    if backend == "interp":
+        blobs, error = _interp_blobs(model, ncnn_feeds)
+    else:
+        blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable)
+    if error is not None:
+        layer = _layer_named_in(str(error), order)
+        report.divergences.append(Divergence(
+            backend, layer.name if layer else "?", layer.op if layer else "?",
+            layer.origin if layer else None, None, error=str(error).splitlines()[0]))
+    for out in graph.outputs:
+        if out not in blobs:
+            report.outputs.append(OutputCheck(out, backend, False, error="not computed"))
+            continue
+        ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
+                                            rtol, atol)
+        report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why))
+    if error is None and not all(o.passed for o in report.outputs if o.backend == backend):
+        for node in order:
+            for blob in node.outputs:
+                if blob not in blobs or blob not in reference or node.op == "Input":
+                    continue
+                want = to_ncnn_layout(reference[blob], graph.tensors[blob])
+                ok, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
+                if not ok:
+                    report.divergences.append(Divergence(backend, node.name, node.op, node.origin, blob,
+                                                         max_abs, max_rel, why))
+                    return
+
+
+def _layer_named_in(message: str, order) -> object | None:
+    return next((n for n in order if f"'{n.name}'" in message), None)
+
+
+def verify(model, inputs: dict[str, np.ndarray] | None = None,
+           input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
+           rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
+           broadcast_fix: bool = True) -> VerifyReport:
+    if backend not in BACKENDS:
+        raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    proto = prepare_model(model, input_shapes)
+    converted = convert(proto, broadcast_fix=broadcast_fix)
+    feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
+    reference = onnxruntime_all(proto, feeds)
+    ncnn_feeds = {name: np.atleast_1d(to_ncnn_layout(feeds[name], converted.graph.tensors[name]))
+                  .astype(np.float32) for name in converted.graph.inputs}
+    backends = ["interp", "ncnn"] if backend == "both" else [backend]
+    report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
+                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0))
+    for b in backends:
+        _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
+    report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
+    return report

@@ -1,0 +1,92 @@
+"""Speed of the interpreter against onnxruntime and the real ncnn runtime, measured in one run.
+
+Usage: python scripts/bench.py [--repeat N] [MODEL ...]   (default: every bundled model)
+Prints per-model medians (ms) and the ratios interpreter/onnxruntime and
+interpreter/ncnn. Both runtimes use 2 threads. This machine is shared and
+noisy: read ratios, not absolute times, and never assert them in a test.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from converter import convert  # noqa: E402
+from converter.interpreter import run as interpret  # noqa: E402
+from converter.verify import make_inputs, to_ncnn_layout  # noqa: E402
+from converter.onnx_loader import prepare_model  # noqa: E402
+
+THREADS = 2
+
+
+def median_ms(fn, repeat: int) -> float:
+    fn()                                   # warm-up
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def bench_model(path: Path, repeat: int) -> tuple[float, float, float]:
+    import ncnn
+    import onnxruntime as ort
+    proto = prepare_model(path)
+    model = convert(proto)
+    feeds = make_inputs(proto, model.graph, {}, seed=0)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ncnn_feeds = {n: np.atleast_1d(to_ncnn_layout(feeds[n], model.graph.tensors[n])).astype(np.float32)
+                  for n in model.graph.inputs}
+    t_ort = median_ms(lambda: session.run(None, feeds), repeat)
+    t_interp = median_ms(lambda: interpret(model.graph, ncnn_feeds), repeat)
+    with tempfile.TemporaryDirectory() as folder:
+        param, bin_ = Path(folder) / "m.param", Path(folder) / "m.bin"
+        model.save(param, bin_)
+        names = model.names.blob
+        net = ncnn.Net()
+        for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
+            setattr(net.opt, opt, False)
+        net.opt.num_threads = THREADS
+        net.load_param(str(param))
+        net.load_model(str(bin_))
+        mats = {names[k]: ncnn.Mat(v).clone() for k, v in ncnn_feeds.items()}
+        outs = [names[o] for o in model.graph.outputs]
+
+        def run_ncnn():
+            ex = net.create_extractor()
+            for k, m in mats.items():
+                ex.input(k, m)
+            for o in outs:
+                ex.extract(o)
+        t_ncnn = median_ms(run_ncnn, repeat)
+    return t_ort, t_interp, t_ncnn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("models", nargs="*")
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    paths = [Path(m) for m in args.models] or sorted((ROOT / "models").glob("*.onnx"))
+    print(f"{'model':<20} {'onnxruntime ms':>15} {'interp ms':>10} {'ncnn ms':>8} "
+          f"{'interp/ort':>11} {'interp/ncnn':>12}")
+    for path in paths:
+        t_ort, t_interp, t_ncnn = bench_model(path, args.repeat)
+        print(f"{path.stem:<20} {t_ort:>15.3f} {t_interp:>10.3f} {t_ncnn:>8.3f} "
+              f"{t_interp / t_ort:>11.2f} {t_interp / t_ncnn:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()
