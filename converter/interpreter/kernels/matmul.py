@@ -50,9 +50,7 @@ def _c_term(c: np.ndarray, m: int, n: int) -> np.ndarray:
         kind = {(m, 1): "rows", (m, n): "full", (1, n): "cols"}.get(c.shape)
     if kind is None:
         fail(f"Gemm C of shape {shape_str(c)} matches none of ncnn's forms for M={m}, N={n}")
-    flat = c.reshape(-1)
-    return {"scalar": flat[:1].reshape(1, 1), "rows": flat.reshape(m, 1),
-            "cols": flat.reshape(1, n), "full": flat.reshape(m, n)}[kind]
+    return c.reshape({"scalar": (1, 1), "rows": (m, 1), "cols": (1, n), "full": (m, n)}[kind])
 
 
 def _constant_c(p, data: np.ndarray, m: int, n: int) -> np.ndarray:

@@ -9,7 +9,7 @@ F32 = np.float32
 NEAREST, BILINEAR, BICUBIC = 1, 2, 3
 
 
-def _source_coords(size: int, out: int, align_corner: bool) -> tuple[np.ndarray, np.ndarray]:
+def _source_coords(size: int, out: int, align_corner: bool, step: float) -> tuple[np.ndarray, np.ndarray]:
     """ncnn's float source coordinate of every output pixel: integer part and fraction."""
     dx = np.arange(out, dtype=np.float64)
     if align_corner and out == 1:
@@ -17,14 +17,14 @@ def _source_coords(size: int, out: int, align_corner: bool) -> tuple[np.ndarray,
     if align_corner:
         fx = (dx * ((size - 1) / (out - 1))).astype(F32)
     else:
-        fx = ((dx + 0.5) * (size / out) - 0.5).astype(F32)
+        fx = ((dx + 0.5) * step - 0.5).astype(F32)
     sx = np.floor(fx).astype(np.int64)
     return sx, (fx - sx).astype(F32)
 
 
-def _linear_taps(size: int, out: int, align_corner: bool) -> tuple[np.ndarray, np.ndarray]:
+def _linear_taps(size: int, out: int, align_corner: bool, step: float) -> tuple[np.ndarray, np.ndarray]:
     """(out, 2) source indices and weights; edges clamp like ncnn's linear_coeffs."""
-    sx, fx = _source_coords(size, out, align_corner)
+    sx, fx = _source_coords(size, out, align_corner, step)
     low, high = sx < 0, sx >= size - 1
     sx = np.where(low, 0, np.where(high, size - 2, sx))
     fx = np.where(low, F32(0), np.where(high, F32(1), fx))
@@ -40,9 +40,9 @@ def _cubic_weights(fx: np.ndarray) -> np.ndarray:
     return np.stack([c0, c1, c2, F32(1) - c0 - c1 - c2], axis=1).astype(F32)
 
 
-def _cubic_taps(size: int, out: int, align_corner: bool) -> tuple[np.ndarray, np.ndarray]:
+def _cubic_taps(size: int, out: int, align_corner: bool, step: float) -> tuple[np.ndarray, np.ndarray]:
     """(out, 4) source indices sx-1..sx+2 and weights; edge taps folded inward like ncnn."""
-    sx, fx = _source_coords(size, out, align_corner)
+    sx, fx = _source_coords(size, out, align_corner, step)
     c = _cubic_weights(fx)
     z = np.zeros_like(fx)
     # ncnn's four edge rules, applied in its order to the (sx, coeffs) of each pixel
@@ -73,19 +73,21 @@ def _resample(x: np.ndarray, axis: int, idx: np.ndarray, wts: np.ndarray) -> np.
     return (taken * wts.reshape(shape)).sum(axis=axis + 1, dtype=F32)
 
 
-def _nearest(x: np.ndarray, axis: int, out: int, scale: F32) -> np.ndarray:
+def _nearest(x: np.ndarray, axis: int, out: int, step: F32) -> np.ndarray:
     size = x.shape[axis]
-    src = np.minimum((np.arange(out, dtype=F32) * scale).astype(np.int64), size - 1)
+    src = np.minimum((np.arange(out, dtype=F32) * step).astype(np.int64), size - 1)
     return np.take(x, src, axis=axis)
 
 
-def _resize_axis(p, x: np.ndarray, axis: int, out: int, explicit: bool, scale_param: float) -> np.ndarray:
+def _resize_axis(p, x: np.ndarray, axis: int, out: int, sized: bool, scale: float) -> np.ndarray:
+    """Resize one axis. The runtime steps through the source by size/out when the output
+    size was given (a size param or a reference blob), else by 1/scale."""
     size = x.shape[axis]
-    if p.resize_type == NEAREST:
-        scale = F32(size) / F32(out) if explicit else F32(1) / F32(scale_param)
-        return _nearest(x, axis, out, scale)
+    if p.resize_type == NEAREST:       # float arithmetic
+        return _nearest(x, axis, out, F32(size) / F32(out) if sized else F32(1) / F32(scale))
+    step = size / out if sized else 1.0 / float(F32(scale))      # double arithmetic
     taps = _linear_taps if p.resize_type == BILINEAR else _cubic_taps
-    idx, wts = taps(size, out, bool(p.align_corner))
+    idx, wts = taps(size, out, bool(p.align_corner), step)
     return _resample(x, axis, idx, wts)
 
 
@@ -108,14 +110,14 @@ def interp(p, weights, x, reference=None):
         fail(f"Interp output size {out_h}x{out_w} is empty")
     if x.ndim == 1:          # a flattened blob: each value becomes a filled channel
         return np.broadcast_to(x[:, None, None], (x.shape[0], out_h, out_w)).copy()
-    # nearest steps by size/out only when output_width/height are params; with a
-    # reference blob ncnn still steps by 1/scale
+    sized_w = bool(p.output_width) or reference is not None
+    sized_h = bool(p.output_height) or reference is not None
     if x.ndim == 2:          # 2-D: resize along w only
         if out_w == x.shape[1]:
             return x
-        return _resize_axis(p, x, 1, out_w, bool(p.output_width), p.width_scale)
+        return _resize_axis(p, x, 1, out_w, sized_w, p.width_scale)
     if (out_h, out_w) == x.shape[1:]:
         return x
     # ncnn interpolates each row along w first, then blends rows along h
-    y = _resize_axis(p, x, 2, out_w, bool(p.output_width), p.width_scale)
-    return _resize_axis(p, y, 1, out_h, bool(p.output_height), p.height_scale)
+    y = _resize_axis(p, x, 2, out_w, sized_w, p.width_scale)
+    return _resize_axis(p, y, 1, out_h, sized_h, p.height_scale)
