@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+from converter.ncnn_layers import SPECS
+
 from .layer_check import check, ids
 
 SHAPES = [(37,), (5, 7), (16, 3, 5), (3, 2, 4, 5)]
@@ -17,7 +19,7 @@ LAYERS = [
     ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}), ("HardSwish", {}),
     ("HardSwish", {"alpha": 1 / 6, "beta": 0.5}), ("GELU", {}), ("GELU", {"fast_gelu": 1}), ("Erf", {}),
     ("Dropout", {}), ("Dropout", {"scale": 0.75}),
-]
+] + [(op, named) for op, named in [("ELU", {}), ("ELU", {"alpha": 1.0}), ("SELU", {})] if op in SPECS]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)

@@ -106,6 +106,19 @@ def clip(p, weights, x):
     return np.minimum(np.maximum(x, F32(p.min)), F32(p.max))
 
 
+@kernel("ELU")
+def elu(p, weights, x):
+    with np.errstate(over="ignore"):
+        return np.where(x < 0, F32(p.alpha) * (np.exp(x) - F32(1)), x)
+
+
+@kernel("SELU")
+def selu(p, weights, x):
+    alpha, lam = F32(p.alpha), F32(p["lambda"])
+    with np.errstate(over="ignore"):
+        return np.where(x < 0, (np.exp(x) - F32(1)) * (alpha * lam), x * lam)
+
+
 @kernel("Sigmoid")
 def sigmoid_layer(p, weights, x):
     return sigmoid(x)
