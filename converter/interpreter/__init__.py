@@ -25,6 +25,18 @@ def _default_outputs(graph: Graph, nodes: list[Node]) -> list[str]:
     return [b for n in nodes for b in n.outputs if b not in consumed]
 
 
+def _needed(nodes: list[Node], wanted: list[str], feeds: dict) -> list[Node]:
+    """The nodes the wanted blobs depend on, in order (ncnn too runs only what an extract
+    needs); a node whose blobs are all fed needs nothing upstream."""
+    blobs, keep = set(wanted), []
+    for node in reversed(nodes):
+        if any(b in blobs for b in node.outputs):
+            keep.append(node)
+            if not all(b in feeds for b in node.outputs):
+                blobs.update(node.inputs)
+    return keep[::-1]
+
+
 def _last_uses(nodes: list[Node]) -> dict[int, list[str]]:
     """For each step, the blobs last used there (consumed, or produced and never consumed)."""
     last: dict[str, int] = {}
@@ -58,19 +70,21 @@ def run(graph: Graph, feeds: dict[str, np.ndarray], outputs: list[str] | None = 
         keep: bool = False) -> dict[str, np.ndarray]:
     """Compute `outputs` (default: the graph outputs, else every unconsumed blob).
 
-    With keep=True every blob is returned, for per-layer comparison.
+    Only the layers those outputs depend on run. With keep=True every layer runs and
+    every blob is returned, for per-layer comparison.
     """
-    nodes = graph.topological()
-    expected = [b for n in nodes if n.op == "Input" for b in n.outputs]
-    missing = [b for b in expected if b not in feeds]
-    if missing:
-        raise InterpreterError(f"no feed for input blob(s) {', '.join(missing)}; "
-                               f"the graph expects: {', '.join(expected)}")
-    wanted = list(outputs) if outputs is not None else _default_outputs(graph, nodes)
-    produced = {b for n in nodes for b in n.outputs}
+    every = graph.topological()
+    wanted = list(outputs) if outputs is not None else _default_outputs(graph, every)
+    produced = {b for n in every for b in n.outputs}
     unknown = [b for b in wanted if b not in produced and b not in feeds]
     if unknown:
         raise InterpreterError(f"no layer produces blob(s) {', '.join(unknown)}")
+    nodes = every if keep else _needed(every, wanted, feeds)
+    expected = [b for n in every if n.op == "Input" for b in n.outputs]
+    missing = [b for n in nodes if n.op == "Input" for b in n.outputs if b not in feeds]
+    if missing:
+        raise InterpreterError(f"no feed for input blob(s) {', '.join(missing)}; "
+                               f"the graph expects: {', '.join(expected)}")
 
     env: dict[str, np.ndarray] = {}
     keep_set = set(wanted)

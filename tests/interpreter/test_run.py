@@ -122,3 +122,15 @@ def test_blobs_are_dropped_after_their_last_consumer(monkeypatch):
     refs.clear()
     run(g, {"x": np.zeros(4)}, keep=True)
     assert seen_alive == [False, True]
+
+
+def test_only_layers_the_outputs_need_run(rng):
+    graph = small_net(rng)
+    add(graph, "broken", "Reshape", ["r1b"], ["never"], ids("Reshape", w=7, h=7))   # would raise if run
+    out = run(graph, {"data": np.zeros((3, 12, 12))}, outputs=["prob"])
+    assert list(out) == ["prob"]
+    with pytest.raises(InterpreterError, match="Reshape layer 'broken'"):
+        run(graph, {"data": np.zeros((3, 12, 12))}, outputs=["never"])
+    # a fed blob cuts its producers off: no data needed for the layers behind s1
+    out = run(graph, {"s1": np.ones((8, 6, 6))}, outputs=["prob"])
+    assert out["prob"].shape == (8, 10)
