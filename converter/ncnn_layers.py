@@ -98,7 +98,8 @@ _CONV_WEIGHTS = (
 layer("Input", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0))
 layer("MemoryData", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0),
       (21, "load_type", INT, 1),
-      weights=(WeightSpec("data", _numel("w", "h", "d", "c")),))
+      # with w=h=d=c=0 ncnn reads nothing from the .bin (and holds one uninitialized value)
+      weights=(WeightSpec("data", _numel("w", "h", "d", "c"), present=lambda p: any((p.w, p.h, p.d, p.c))),))
 layer("Split")
 layer("Noop")
 layer("Dropout", (0, "scale", FLOAT, 1.0))
@@ -174,10 +175,14 @@ layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", I
 
 # BinaryOp op_type codes (ncnn binaryop.h)
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "pow": 6,
-              "rsub": 7, "rdiv": 8, "rpow": 9, "atan2": 10, "ratan2": 11}
+              "rsub": 7, "rdiv": 8, "rpow": 9, "atan2": 10, "ratan2": 11, "fmod": 12, "rfmod": 13,
+              "logaddexp": 14, "floor_divide": 15, "rfloor_divide": 16, "remainder": 17, "rremainder": 18}
 # The op whose result equals op(b, a), for swapping operands.
-BINARY_REVERSED = {0: 0, 1: 7, 2: 2, 3: 8, 4: 4, 5: 5, 6: 9, 7: 1, 8: 3, 9: 6, 10: 11, 11: 10}
+BINARY_REVERSED = {0: 0, 1: 7, 2: 2, 3: 8, 4: 4, 5: 5, 6: 9, 7: 1, 8: 3, 9: 6, 10: 11, 11: 10,
+                   12: 13, 13: 12, 14: 14, 15: 16, 16: 15, 17: 18, 18: 17}
 # UnaryOp op_type codes (ncnn unaryop.h)
 UNARY_OPS = {"abs": 0, "neg": 1, "floor": 2, "ceil": 3, "square": 4, "sqrt": 5, "rsqrt": 6,
              "exp": 7, "log": 8, "sin": 9, "cos": 10, "tan": 11, "asin": 12, "acos": 13,
-             "atan": 14, "reciprocal": 15, "tanh": 16, "log10": 17, "round": 18, "trunc": 19}
+             "atan": 14, "reciprocal": 15, "tanh": 16, "log10": 17, "round": 18, "trunc": 19,
+             "sign": 20, "expm1": 21, "sinh": 22, "asinh": 23, "cosh": 24, "acosh": 25, "atanh": 26,
+             "log1p": 27}

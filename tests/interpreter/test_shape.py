@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from converter.interpreter import InterpreterError
+from converter.interpreter import InterpreterError, run
+from converter.ir import Graph, Node
 
-from .layer_check import Const, check, ids, interpret
+from .layer_check import Const, check, ids, interpret, run_real
 
 SHAPES = [(12,), (6, 5), (4, 6, 5), (3, 4, 6, 5)]
 AUTO = -233
@@ -18,6 +19,21 @@ def arange(shape):
 def test_memorydata(tmp_path, shape):
     out = check(tmp_path, "Noop", {}, [Const(arange(shape))], exact=True)["out0"]
     np.testing.assert_array_equal(out, arange(shape))
+
+
+def test_memorydata_without_extents_reads_no_weights(tmp_path):
+    """ncnn loads nothing for a MemoryData with w=h=d=c=0, so the .bin must hold nothing for it
+    (else every later buffer shifts); its one value is uninitialized, so interpreting it raises."""
+    graph = Graph("g")
+    graph.add_node(Node("empty", "MemoryData", [], ["empty"], ncnn=True))      # written first
+    graph.add_node(Node("data", "MemoryData", [], ["data"], params={0: 3},
+                        weights=[np.array([1, 2, 3], np.float32)], ncnn=True))
+    graph.add_node(Node("layer", "Noop", ["data"], ["out0"], ncnn=True))
+    graph.outputs = ["out0"]
+    np.testing.assert_array_equal(run_real(tmp_path, graph, {})["out0"], [1, 2, 3])
+    np.testing.assert_array_equal(run(graph, {})["out0"], [1, 2, 3])
+    with pytest.raises(InterpreterError, match="uninitialized"):
+        run(graph, {}, outputs=["empty"])
 
 
 @pytest.mark.parametrize("n", [2, 3])
