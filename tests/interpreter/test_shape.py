@@ -207,3 +207,14 @@ def test_padding_per_channel_values(tmp_path, shape, named):
     values = np.arange(out_c, dtype=np.float32) + 100
     params = ids("Padding", per_channel_pad_data_size=out_c, **named)
     check(tmp_path, "Padding", params, [arange(shape)], [values], exact=True)
+
+
+def test_permute_2d_beyond_transpose_fails_in_both(tmp_path):
+    from converter.ncnn_runtime import NcnnError
+
+    from .layer_check import one_layer_graph
+    graph, feeds = one_layer_graph("Permute", ids("Permute", order_type=2), [arange((3, 4))])
+    with pytest.raises(NcnnError, match="failed to compute"):
+        run_real(tmp_path, graph, feeds)
+    with pytest.raises(InterpreterError, match="order_type 2 on a 2-D blob"):
+        run(graph, feeds)
