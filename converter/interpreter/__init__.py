@@ -1,9 +1,9 @@
 """Run an ncnn Graph with numpy kernels that follow the real ncnn runtime's semantics.
 
-`run` is a plain loop over the graph in topological order: blobs that have a
-feed take it (every Input layer's blob must have one), every other layer runs
-its kernel from `KERNELS`, and a blob is dropped right after its last consumer
-unless `keep=True`. Where ncnn would compute garbage (out-of-range broadcasts,
+`run` is a plain loop over the layers the requested outputs need, in
+topological order: blobs that have a feed take it (every Input layer's blob
+must have one), every other layer runs its kernel from `KERNELS`, and a blob is
+dropped right after its last consumer unless `keep=True`. Where ncnn would compute garbage (out-of-range broadcasts,
 mismatched shapes) a kernel raises instead, and the error names the layer.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import extents, fail, kernel, require_rank, shape_str
+from ..registry import extents, fail, kernel, shape_str
 
 F32 = np.float32
 AUTO = -233   # ncnn's "not given / rest / keep" marker in Slice, Crop and Reshape
@@ -90,8 +90,9 @@ def _slice_sizes(p, total: int, n: int) -> list[int]:
 def slice_(p, weights, x, n_outputs):
     axis = 0 if x.ndim == 1 else _axis(p.axis, x, "Slice")
     sizes = _slice_sizes(p, x.shape[axis], n_outputs)
-    cuts = np.cumsum(sizes)
-    return tuple(np.take(x, np.arange(c - s, c), axis=axis) for s, c in zip(sizes, cuts))
+    ends = np.cumsum(sizes)
+    lead = (slice(None),) * axis
+    return tuple(x[lead + (slice(end - size, end),)] for size, end in zip(sizes, ends))
 
 
 # ---- Crop ------------------------------------------------------------------------
