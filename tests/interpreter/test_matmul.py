@@ -140,3 +140,11 @@ def test_matmul_constant_b(tmp_path, rng):
 def test_matmul_mismatch_raises(sa, sb):
     with pytest.raises(InterpreterError, match="MatMul layer 'layer'"):
         interpret("MatMul", {}, [np.zeros(sa, np.float32), np.zeros(sb, np.float32)])
+
+
+@pytest.mark.parametrize("c_shape", [None, (16,), (16, 8)], ids=str)
+def test_gemm_packed_rows(tmp_path, rng, c_shape):
+    """M = 16 makes the x86 Gemm write a packed output; the values must not change."""
+    a, b = rng.standard_normal((16, 12)).astype(np.float32), rng.standard_normal((12, 8)).astype(np.float32)
+    inputs = [a, b] + ([rng.standard_normal(c_shape).astype(np.float32)] if c_shape else [])
+    check(tmp_path, "Gemm", ids("Gemm", alpha=0.5, beta=2.0), inputs)
