@@ -1,0 +1,91 @@
+"""Elementwise activations and unary math -> ncnn activation layers and UnaryOp.
+
+Each op maps to one ncnn layer with the same formula (checked against the
+layers' reference sources): ncnn's HardSigmoid/HardSwish take ONNX's alpha
+and beta directly, ReLU's slope is LeakyRelu's alpha, UnaryOp round is
+round-half-to-even like ONNX Round.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ncnn_layers import UNARY_OPS
+from . import lowers
+from .cnn import require_float
+from .common import fail, layer, optional_constant
+
+UNARY = {"Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Sqrt": "sqrt", "Exp": "exp",
+         "Log": "log", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
+         "Atan": "atan", "Reciprocal": "reciprocal", "Round": "round"}
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _one(graph: Graph, node: Node, type_: str, params: dict | None = None) -> list[Node]:
+    require_float(graph, node)
+    return [layer(node, graph, type_, node.inputs[:1], node.outputs[:1], params)]
+
+
+@lowers(*UNARY)
+def unary(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "UnaryOp", {0: UNARY_OPS[UNARY[node.op]]})
+
+
+@lowers("Relu")
+def relu(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "ReLU")
+
+
+@lowers("LeakyRelu")
+def leaky_relu(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "ReLU", {0: float(node.attrs.get("alpha", 0.01))})
+
+
+@lowers("Sigmoid")
+def sigmoid(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "Sigmoid")
+
+
+@lowers("Tanh")
+def tanh(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "TanH")
+
+
+@lowers("Clip")
+def clip(graph: Graph, node: Node) -> list[Node]:
+    low = optional_constant(graph, node, 1, "min (input 1)")
+    high = optional_constant(graph, node, 2, "max (input 2)")
+    low = node.attrs.get("min", -FLT_MAX) if low is None else float(low.reshape(-1)[0])
+    high = node.attrs.get("max", FLT_MAX) if high is None else float(high.reshape(-1)[0])
+    return _one(graph, node, "Clip", {0: max(float(low), -FLT_MAX), 1: min(float(high), FLT_MAX)})
+
+
+def _hard_params(graph: Graph, node: Node, alpha: float, beta: float) -> dict:
+    # ncnn derives its linear range as [-beta/alpha, (1-beta)/alpha]: a rising slope only
+    if not alpha > 0:
+        raise fail(node, graph, f"alpha={alpha}: ncnn's {node.op} needs alpha > 0")
+    return {0: alpha, 1: beta}
+
+
+@lowers("HardSigmoid")
+def hard_sigmoid(graph: Graph, node: Node) -> list[Node]:
+    params = _hard_params(graph, node, float(node.attrs.get("alpha", 0.2)),
+                          float(node.attrs.get("beta", 0.5)))
+    return _one(graph, node, "HardSigmoid", params)
+
+
+@lowers("HardSwish")
+def hard_swish(graph: Graph, node: Node) -> list[Node]:
+    # ONNX HardSwish(x) = x * HardSigmoid(x; alpha=1/6, beta=0.5)
+    return _one(graph, node, "HardSwish", {0: 1.0 / 6.0, 1: 0.5})
+
+
+@lowers("Elu")
+def elu(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "ELU", {0: float(node.attrs.get("alpha", 1.0))})
+
+
+@lowers("Selu")
+def selu(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "SELU", {0: float(node.attrs.get("alpha", 1.67326319217681884765625)),
+                                      1: float(node.attrs.get("gamma", 1.05070102214813232421875))})
