@@ -16,14 +16,23 @@ MODELS = ROOT / "models"
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=13) -> onnx.ModelProto:
-    """inputs/outputs: (name, shape) pairs, float32; initializers: (name, array) pairs."""
+    """inputs/outputs: (name, shape) pairs, float32; initializers: (name, array) pairs.
+
+    An output shape of None is filled in by ONNX shape inference.
+    """
     graph = helper.make_graph(
         nodes, "test",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) if s is not None else
+         helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+         for n, s in outputs],
         [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
+    if any(s is None for _, s in outputs):
+        inferred = onnx.shape_inference.infer_shapes(model).graph.output
+        del model.graph.output[:]
+        model.graph.output.extend(inferred)
     return model
 
 
@@ -71,3 +80,18 @@ def assert_matches_reference(model, feeds, outputs, rtol=1e-3, atol=1e-4):
         got = outputs[name]
         assert got.size == want.size, f"{name}: ncnn gave shape {got.shape}, onnxruntime {want.shape}"
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=rtol, atol=atol, err_msg=name)
+
+
+def check_in_ncnn(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None, dims: dict | None = None,
+                  low: float = -2.0, high: float = 2.0, **convert_args):
+    """Convert, run in the real runtime, compare with onnxruntime (values, and each output's
+    ncnn shape with the one the converter reports); returns the converted model.
+    Without `feeds`, inputs are uniform in [low, high) with symbolic dims sized by `dims`."""
+    feeds = random_inputs(model, low=low, high=high, dims=dims) if feeds is None else feeds
+    converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path, **convert_args)
+    for entry in converted.io()["outputs"]:
+        if None not in entry["ncnn_shape"]:
+            got = outputs[entry["onnx"]].shape
+            assert list(got) == entry["ncnn_shape"], f"{entry['onnx']}: ncnn blob {got}, expected {entry}"
+    assert_matches_reference(model, feeds, outputs)
+    return converted
