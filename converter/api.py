@@ -28,10 +28,12 @@ class NcnnModel:
 
         def entry(name: str) -> dict:
             t = self.graph.tensors[name]
+            onnx_shape = t.onnx_shape or t.shape
+            batch_axis = t.batch_axis if t.onnx_shape is None else t.onnx_batch_axis
             return {"onnx": name, "ncnn": names[name],
-                    "onnx_shape": None if t.shape is None else list(t.shape),
+                    "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
-                    "batch_axis": t.batch_axis}
+                    "batch_axis": batch_axis}
         return {"inputs": [entry(n) for n in self.graph.inputs],
                 "outputs": [entry(n) for n in self.graph.outputs]}
 

@@ -30,6 +30,9 @@ class Tensor:
     dtype: np.dtype = np.dtype(np.float32)
     value: np.ndarray | None = None   # set for constants
     batch_axis: int | None = None     # ONNX axis that ncnn does not have
+    # a graph input/output whose axes were merged to fit ncnn keeps its ONNX shape and batch axis here
+    onnx_shape: Shape | None = None
+    onnx_batch_axis: int | None = None
 
     @property
     def is_constant(self) -> bool:

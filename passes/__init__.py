@@ -15,6 +15,7 @@ from .fuse_swish import fuse_swish
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
+from .merge_broadcast_axes import merge_broadcast_axes
 
 Pass = Callable[[Graph], dict]
 
@@ -26,6 +27,8 @@ PIPELINE: list[Pass] = [
     fuse_conv_batchnorm,
     fuse_swish,
     fuse_gelu,
+    # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
+    merge_broadcast_axes,
     lower_onnx,
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims
