@@ -104,9 +104,9 @@ def test_bad_input_shapes(tmp_path, arg, fragment):
 
 
 def test_impossible_rank(tmp_path):
-    shape = [2, 2, 3, 4, 5]   # no batch axis: five ncnn axes
+    shape = [2, 2, 3, 4, 5]   # no batch axis: five ncnn axes, and no two neighbours broadcast alike
     model = make_model([helper.make_node("Mul", ["x", "k"], ["y"])], [("x", shape)], [("y", shape)],
-                       [("k", np.float32(2.0))])
+                       [("k", np.ones([2, 1, 3, 1, 5], np.float32))])
     result = run_cli("convert", save(model, tmp_path / "m.onnx"), "-o", tmp_path)
     assert_bad_input(result, "at most 4")
     assert not list(tmp_path.glob("*.ncnn.*"))

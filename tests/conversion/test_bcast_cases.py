@@ -1,6 +1,5 @@
 """Every public broadcast case: convert, run in the REAL ncnn runtime, compare with onnxruntime."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
