@@ -134,7 +134,7 @@ def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None
     try:
         return run(model.graph, feeds, keep=True), None
     except InterpreterError as exc:
-        return {}, exc
+        return getattr(exc, "blobs", {}), exc
 
 
 def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str]) -> tuple[dict, Exception | None]:
@@ -160,11 +160,12 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
         blobs, error = _interp_blobs(model, ncnn_feeds)
     else:
         blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable)
+    failed_layer = None
     if error is not None:
-        layer = _layer_named_in(str(error), order)
-        report.divergences.append(Divergence(
-            backend, layer.name if layer else "?", layer.op if layer else "?",
-            layer.origin if layer else None, None, error=str(error).splitlines()[0]))
+        failed_layer = _layer_named_in(str(error), order)
+        layer = failed_layer
+        failure = Divergence(backend, layer.name if layer else "?", layer.op if layer else "?",
+                             layer.origin if layer else None, None, error=str(error).splitlines()[0])
     for out in graph.outputs:
         if out not in blobs:
             report.outputs.append(OutputCheck(out, backend, False, error="not computed"))
@@ -172,17 +173,22 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
         ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
                                             rtol, atol)
         report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why))
-    if error is None and not all(o.passed for o in report.outputs if o.backend == backend):
-        for node in order:
-            for blob in node.outputs:
-                if blob not in blobs or blob not in reference or node.op == "Input":
-                    continue
-                want = to_ncnn_layout(reference[blob], graph.tensors[blob])
-                ok, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
-                if not ok:
-                    report.divergences.append(Divergence(backend, node.name, node.op, node.origin, blob,
-                                                         max_abs, max_rel, why))
-                    return
+    if error is None and all(o.passed for o in report.outputs if o.backend == backend):
+        return
+    for node in order:
+        if node is failed_layer:
+            break
+        for blob in node.outputs:
+            if blob not in blobs or blob not in reference or node.op == "Input":
+                continue
+            want = to_ncnn_layout(reference[blob], graph.tensors[blob])
+            ok, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
+            if not ok:
+                report.divergences.append(Divergence(backend, node.name, node.op, node.origin, blob,
+                                                     max_abs, max_rel, why))
+                return
+    if error is not None:
+        report.divergences.append(failure)
 
 
 def _layer_named_in(message: str, order) -> object | None:

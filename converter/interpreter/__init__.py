@@ -98,7 +98,11 @@ def run(graph: Graph, feeds: dict[str, np.ndarray], outputs: list[str] | None = 
             if missing_inputs:
                 raise InterpreterError(f"{node.op} layer '{node.name}' needs blob(s) "
                                        f"{', '.join(missing_inputs)} that no layer produced")
-            env.update(zip(node.outputs, _run_node(node, [env[b] for b in node.inputs])))
+            try:
+                env.update(zip(node.outputs, _run_node(node, [env[b] for b in node.inputs])))
+            except InterpreterError as exc:
+                exc.blobs = env       # what was computed before the failing layer, for verify
+                raise
         for blob in freed.get(step, ()):
             if blob not in keep_set:
                 env.pop(blob, None)
