@@ -149,3 +149,5 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:       # stdout closed early (e.g. piped into head): not an error of ours
+        return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from converter.ir import ConversionError, Graph, Node
 from converter.lowering import LOWERINGS, load_all
+from converter.lowering.common import depends_on
 
 MAX_NCNN_RANK = 4
 
@@ -15,6 +16,11 @@ def lower_onnx(graph: Graph) -> dict:
     load_all()
     onnx_nodes = [n for n in graph.topological() if not n.ncnn]
     missing = [n for n in onnx_nodes if n.op not in LOWERINGS]
+    sizes = [n for n in missing if _computes_sizes(graph, n)]
+    if sizes:    # integer shape math left unfolded: a size is unknown, not an op missing
+        n = sizes[0]
+        raise ConversionError(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
+                              f"{depends_on(graph, n.outputs[0])}")
     if missing:
         listed = ", ".join(f"{n.op} ('{n.name}')" for n in missing)
         raise ConversionError(f"unsupported ONNX ops, nothing written: {listed}")
@@ -38,3 +44,15 @@ def _check_rank(graph: Graph, name: str, what: str) -> None:
         raise ConversionError(
             f"{what} has shape {list(t.shape)}: {len(t.ncnn_shape)} axes without the batch axis, "
             f"ncnn holds at most {MAX_NCNN_RANK}")
+
+
+def _computes_sizes(graph: Graph, node: Node) -> bool:
+    """An integer-valued node fed by a Shape of a computed tensor."""
+    outs = [graph.tensors[o] for o in node.outputs if o]
+    return bool(outs) and all(t.dtype.kind in "iu" for t in outs) and "Shape" in {
+        graph.nodes[a].op for a in _ancestors(graph, node)}
+
+
+def _ancestors(graph: Graph, node: Node) -> set[str]:
+    import networkx as nx
+    return nx.ancestors(graph.wiring, node.name)

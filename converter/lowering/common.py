@@ -43,7 +43,7 @@ def constant(graph: Graph, node: Node, slot: int, what: str) -> np.ndarray:
         raise fail(node, graph, f"{what} is missing")
     value = graph.value(node.inputs[slot])
     if value is None:
-        raise fail(node, graph, f"{what} must be a constant, but {_depends_on(graph, node.inputs[slot])}")
+        raise fail(node, graph, f"{what} must be a constant, but {depends_on(graph, node.inputs[slot])}")
     return value
 
 
@@ -53,7 +53,7 @@ def optional_constant(graph: Graph, node: Node, slot: int, what: str) -> np.ndar
     return constant(graph, node, slot, what)
 
 
-def _depends_on(graph: Graph, name: str) -> str:
+def depends_on(graph: Graph, name: str) -> str:
     """Explain which graph inputs a non-constant tensor comes from, and how to fix it."""
     producer = graph.producer(name)
     sources = set(graph.inputs) & {name}

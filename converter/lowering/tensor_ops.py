@@ -16,7 +16,7 @@ from passes.fix_broadcast import AXIS_NAMES, RESHAPE_PARAM_ID
 from ..ir import Graph, Node, Shape, Tensor
 from ..ncnn_layers import BINARY_OPS
 from . import lowers
-from .common import _depends_on, constant, fail, layer, ncnn_axis, optional_constant
+from .common import depends_on, constant, fail, layer, ncnn_axis, optional_constant
 from .elementwise import binary
 
 INT32_MAX = 2**31 - 1
@@ -335,7 +335,7 @@ def shape(graph: Graph, node: Node) -> list[Node]:
     if not graph.use_count(node.outputs[0]):
         return []
     raise fail(node, graph, f"ncnn has no Shape layer and the extents {list(x.shape or [])} of '{x.name}' "
-                            f"are not all known at conversion time: {_depends_on(graph, x.name)}")
+                            f"are not all known at conversion time: {depends_on(graph, x.name)}")
 
 
 @lowers("Expand")

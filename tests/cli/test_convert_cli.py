@@ -139,3 +139,20 @@ def test_bundled_model_converts(tmp_path):
     result = run_cli("convert", MODELS / "bcast_demo.onnx", "-o", tmp_path, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["layers"] > 0
+
+
+def test_size_dependent_value_names_the_input_and_node(tmp_path):
+    """Shape math on a dynamic input: ask for --input-shape, naming both; with it, it converts."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i"], ["h"], axis=0, name="pick_h"),
+             helper.make_node("Unsqueeze", ["h", "ax"], ["hu"]),
+             helper.make_node("Concat", ["one", "hu", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [("i", np.array(2, np.int64)), ("ax", np.array([0], np.int64)),
+             ("one", np.array([1], np.int64)), ("m1", np.array([-1], np.int64))]
+    model = make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", [1, None, None])], inits)
+    path = save(model, tmp_path / "m.onnx")
+    assert_bad_input(run_cli("convert", path, "-o", tmp_path), "'pick_h'", "input(s) x",
+                     "--input-shape x=")
+    assert not list(tmp_path.glob("*.ncnn.*"))
+    assert run_cli("convert", path, "-o", tmp_path, "--input-shape", "x=1,3,8,8").returncode == 0
