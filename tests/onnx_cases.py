@@ -95,3 +95,16 @@ def check_in_ncnn(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = N
             assert list(got) == entry["ncnn_shape"], f"{entry['onnx']}: ncnn blob {got}, expected {entry}"
     assert_matches_reference(model, feeds, outputs)
     return converted
+
+
+def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W")):
+    """Convert once (no --input-shape) and check the same files in real ncnn at every size."""
+    converted = convert(model)
+    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
+    converted.save(param, bin_)
+    io = converted.io()
+    for size in sizes:
+        feeds = random_inputs(model, dims=dict(zip(dims, size)))
+        ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
+        got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
+        assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]})

@@ -3,9 +3,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from converter import convert
-from converter.ncnn_runtime import run_ncnn
-from onnx_cases import assert_matches_reference, check_in_ncnn, make_model, random_inputs
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model
 
 
 def conv_model(x_shape, w_shape, bias=True, **attrs):
@@ -58,11 +56,4 @@ def test_conv_dynamic_size_one_file_many_sizes(attrs, tmp_path):
     """Symbolic H, W: SAME padding is left to ncnn's run-time rule; the same file serves every size."""
     w_shape = (3, 1, 3, 3) if attrs.get("group") else (4, 3, 3, 3)
     model = conv_model((1, 3, "H", "W"), w_shape, True, **attrs)
-    converted = convert(model)
-    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
-    converted.save(param, bin_)
-    io = converted.io()
-    for h, w in [(7, 8), (10, 5), (16, 16)]:
-        feeds = random_inputs(model, dims={"H": h, "W": w})
-        got = run_ncnn(param, bin_, {io["inputs"][0]["ncnn"]: feeds["x"][0]}, [io["outputs"][0]["ncnn"]])
-        assert_matches_reference(model, feeds, {"y": got[io["outputs"][0]["ncnn"]]})
+    assert_one_file_many_sizes(model, tmp_path, [(7, 8), (10, 5), (16, 16)])

@@ -2,9 +2,7 @@
 import pytest
 from onnx import helper
 
-from converter import convert
-from converter.ncnn_runtime import run_ncnn
-from onnx_cases import assert_matches_reference, check_in_ncnn, make_model, random_inputs
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model
 
 
 def pool_model(op, x_shape, **attrs):
@@ -78,11 +76,4 @@ DYNAMIC = {
 def test_pool_dynamic_size_one_file_many_sizes(case, tmp_path):
     op, attrs = DYNAMIC[case]
     model = pool_model(op, (1, 3, "H", "W"), **attrs)
-    converted = convert(model)
-    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
-    converted.save(param, bin_)
-    io = converted.io()
-    for h, w in [(7, 8), (10, 5), (16, 16)]:
-        feeds = random_inputs(model, dims={"H": h, "W": w})
-        got = run_ncnn(param, bin_, {io["inputs"][0]["ncnn"]: feeds["x"][0]}, [io["outputs"][0]["ncnn"]])
-        assert_matches_reference(model, feeds, {"y": got[io["outputs"][0]["ncnn"]]})
+    assert_one_file_many_sizes(model, tmp_path, [(7, 8), (10, 5), (16, 16)])
