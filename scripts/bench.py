@@ -1,6 +1,7 @@
 """Speed of the interpreter against onnxruntime and the real ncnn runtime, measured in one run.
 
-Usage: python scripts/bench.py [--repeat N] [MODEL ...]   (default: every bundled model)
+Usage: python scripts/bench.py [--repeat N] [--input-shape NAME=DIMS] [MODEL ...]
+(default: every bundled model)
 Prints per-model medians (ms) and the ratios interpreter/onnxruntime and
 interpreter/ncnn. Both runtimes use 2 threads. This machine is shared and
 noisy: read ratios, not absolute times, and never assert them in a test.
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from converter import convert  # noqa: E402
+from converter.cli import parse_dims  # noqa: E402
 from converter.interpreter import run as interpret  # noqa: E402
 from converter.verify import make_inputs, to_ncnn_layout  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
@@ -37,10 +39,10 @@ def median_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_model(path: Path, repeat: int) -> tuple[float, float, float]:
+def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tuple[float, float, float]:
     import ncnn
     import onnxruntime as ort
-    proto = prepare_model(path)
+    proto = prepare_model(path, input_shapes)
     model = convert(proto)
     feeds = make_inputs(proto, model.graph, {}, seed=0)
     options = ort.SessionOptions()
@@ -78,12 +80,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
+                        help="fix a dynamic input's shape (e.g. input=1,3,224,224), as in convert")
     args = parser.parse_args()
+    shapes = dict(parse_dims(t) for t in args.input_shape or [])
     paths = [Path(m) for m in args.models] or sorted((ROOT / "models").glob("*.onnx"))
     print(f"{'model':<20} {'onnxruntime ms':>15} {'interp ms':>10} {'ncnn ms':>8} "
           f"{'interp/ort':>11} {'interp/ncnn':>12}")
     for path in paths:
-        t_ort, t_interp, t_ncnn = bench_model(path, args.repeat)
+        t_ort, t_interp, t_ncnn = bench_model(path, args.repeat, shapes)
         print(f"{path.stem:<20} {t_ort:>15.3f} {t_interp:>10.3f} {t_ncnn:>8.3f} "
               f"{t_interp / t_ort:>11.2f} {t_interp / t_ncnn:>12.2f}")
 

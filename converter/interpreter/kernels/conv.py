@@ -42,6 +42,31 @@ def windows(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int = 1, dw: 
     return view[:, ::sh, ::sw, ::dh, ::dw]
 
 
+def window_slices(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int = 1, dw: int = 1):
+    """For each kernel offset (i, j): the (C, outh, outw) strided slice it sees.
+
+    Reducing these kh*kw whole-array slices is much faster than reducing a
+    window view, and loops over kernel taps only, never over pixels.
+    """
+    ext_h, ext_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if x.shape[1] < ext_h or x.shape[2] < ext_w:
+        fail(f"kernel extent {ext_h}x{ext_w} is larger than the padded input {x.shape[1]}x{x.shape[2]}")
+    oh, ow = (x.shape[1] - ext_h) // sh + 1, (x.shape[2] - ext_w) // sw + 1
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, x[:, i * dh: i * dh + (oh - 1) * sh + 1: sh, j * dw: j * dw + (ow - 1) * sw + 1: sw]
+
+
+def _depthwise(p, w: np.ndarray, xp: np.ndarray) -> np.ndarray:
+    """One filter per channel: accumulate kh*kw scaled slices."""
+    out = None
+    for i, j, tap in window_slices(xp, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w,
+                                   p.dilation_h, p.dilation_w):
+        term = tap * w[:, i, j, None, None]
+        out = term if out is None else np.add(out, term, out=out)
+    return out
+
+
 def _grouped_conv(p, weights, x: np.ndarray, group: int) -> np.ndarray:
     require_rank(x, 3)
     if p.int8_scale_term:
@@ -57,6 +82,11 @@ def _grouped_conv(p, weights, x: np.ndarray, group: int) -> np.ndarray:
         fail(f"weight has {weights[0].size} values, expected {out_c}x{cg}x{kh}x{kw} for {channels} input channels")
     top, bottom, left, right = conv_pads(p, x)
     xp = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=F32(p.pad_value))
+    if cg == 1 and og == 1:
+        out = _depthwise(p, weights[0].reshape(out_c, kh, kw), xp)
+        if p.bias_term:
+            out += weights[1].reshape(out_c, 1, 1)
+        return fused_activation(out, p.activation_type, p.activation_params)
     win = windows(xp, kh, kw, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w)
     _, oh, ow = win.shape[:3]
     w = weights[0].reshape(group, og, cg * kh * kw)

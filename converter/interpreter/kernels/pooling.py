@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import fail, kernel, require_rank
-from .conv import same_pads, windows
+from .conv import same_pads, window_slices
 
 F32 = np.float32
 MAX, AVG = 0, 1
@@ -67,17 +67,23 @@ def pooling(p, weights, x):
     (top, bottom, left, right), (htail, wtail) = _pads(p, h, w)
     border = -FLT_MAX if p.pooling_type == MAX else F32(0)
     xp = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=border)
-    win = windows(xp, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w)
     if p.pooling_type == MAX:
-        return win.max(axis=(3, 4))
+        return _reduce_windows(np.maximum, xp, p)
     if p.avgpool_count_include_pad:
-        return win.sum(axis=(3, 4)) / F32(p.kernel_h * p.kernel_w)
+        return _reduce_windows(np.add, xp, p) / F32(p.kernel_h * p.kernel_w)
     # ncnn excludes only the pad given by the params (plus pad_mode 0's tail), so
     # SAME pads (modes 2/3) still count as area when the param pads are 0
     hb, wb = xp.shape[1:]
     rows = (np.arange(hb) >= p.pad_top) & (np.arange(hb) < hb - p.pad_bottom - htail)
     cols = (np.arange(wb) >= p.pad_left) & (np.arange(wb) < wb - p.pad_right - wtail)
     region = (rows[:, None] & cols[None, :]).astype(F32)[None]
-    inside = windows(region, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (win * inside).sum(axis=(3, 4)) / inside.sum(axis=(3, 4))
+        return _reduce_windows(np.add, xp * region, p) / _reduce_windows(np.add, region, p)
+
+
+def _reduce_windows(ufunc, x: np.ndarray, p) -> np.ndarray:
+    """ufunc-reduce every kernel window, one whole-array op per kernel tap."""
+    out = None
+    for _, _, tap in window_slices(x, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w):
+        out = tap.copy() if out is None else ufunc(out, tap, out=out)
+    return out
