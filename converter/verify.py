@@ -117,6 +117,11 @@ def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
     return array
 
 
+def ncnn_feed(array: np.ndarray, t: Tensor) -> np.ndarray:
+    """An input as ncnn takes it: batch axis dropped, float32, a scalar as [1]."""
+    return np.atleast_1d(to_ncnn_layout(array, t)).astype(np.float32)
+
+
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, str | None]:
     if got.size != want.size:
         return False, float("inf"), float("inf"), f"shape {list(got.shape)} vs expected {list(want.shape)}"
@@ -205,8 +210,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     converted = convert(proto, broadcast_fix=broadcast_fix)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
     reference = onnxruntime_all(proto, feeds)
-    ncnn_feeds = {name: np.atleast_1d(to_ncnn_layout(feeds[name], converted.graph.tensors[name]))
-                  .astype(np.float32) for name in converted.graph.inputs}
+    ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name]) for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0))

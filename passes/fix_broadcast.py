@@ -11,10 +11,7 @@ codes where extents are unknown. Operands already in place get nothing.
 from __future__ import annotations
 
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
-
-# ncnn's names for the axes of a Mat of each rank, innermost first, and their Reshape param ids
-AXIS_NAMES = {1: "w", 2: "wh", 3: "whc", 4: "whdc"}
-RESHAPE_PARAM_ID = {"w": 0, "h": 1, "d": 11, "c": 2}
+from converter.ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
 
 def numpy_target(operand: Tensor, result: Tensor) -> Shape:
@@ -40,13 +37,13 @@ def reshape_params(source: Shape, target: Shape) -> dict[int, int]:
     for i, extent in enumerate(target):
         name = dst_names[len(target) - 1 - i]
         if extent is not None:
-            params[RESHAPE_PARAM_ID[name]] = extent
+            params[SHAPE_PARAM_ID[name]] = extent
             continue
         j = maps_from[i]
         if src_names[len(source) - 1 - j] == name:
-            params[RESHAPE_PARAM_ID[name]] = 0          # copy the same-named extent
+            params[SHAPE_PARAM_ID[name]] = 0          # copy the same-named extent
         elif not inferred:
-            params[RESHAPE_PARAM_ID[name]], inferred = -1, True
+            params[SHAPE_PARAM_ID[name]], inferred = -1, True
         else:
             raise ValueError(f"cannot express reshape {source} -> {target} with unknown extents")
     return params

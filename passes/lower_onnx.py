@@ -6,10 +6,10 @@ sees the whole list in one run. Graph inputs get Input layers.
 from __future__ import annotations
 
 from converter.ir import ConversionError, Graph, Node
+from converter.ncnn_layers import MAX_NCNN_RANK
 from converter.lowering import LOWERINGS, load_all
 from converter.lowering.common import depends_on
 
-MAX_NCNN_RANK = 4
 
 
 def lower_onnx(graph: Graph) -> dict:

@@ -9,13 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node
-
-MEMORYDATA_IDS = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}   # numpy axis order -> param ids
-
-
-def memorydata_params(shape: tuple[int, ...]) -> dict[int, int]:
-    shape = shape or (1,)
-    return {pid: int(d) for pid, d in zip(MEMORYDATA_IDS[len(shape)], shape)}
+from converter.ncnn_layers import MAX_NCNN_RANK, shape_params
 
 
 def materialize_constants(graph: Graph) -> dict:
@@ -24,12 +18,12 @@ def materialize_constants(graph: Graph) -> dict:
         if not t.is_constant or graph.producer(name) is not None or not graph.use_count(name):
             continue
         shape = t.ncnn_shape
-        if len(shape) > 4:
+        if len(shape) > MAX_NCNN_RANK:
             users = ", ".join(f"'{n.origin or n.name}'" for n in graph.consumers(name))
             raise ConversionError(f"constant '{name}' of shape {list(t.shape)} used by {users} "
                                   "has more than 4 axes, which ncnn cannot hold")
         graph.add_node(Node(graph.fresh_name(f"{name}_data"), "MemoryData", [], [name],
-                            params=memorydata_params(shape),
+                            params=shape_params(shape),
                             weights=[np.asarray(t.value, dtype=np.float32).ravel()],
                             ncnn=True, origin=name))
         added += 1

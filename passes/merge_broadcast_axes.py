@@ -12,8 +12,8 @@ region that cannot fit is left alone and lowering reports it.
 from __future__ import annotations
 
 from converter.ir import Graph, Shape, Tensor
+from converter.ncnn_layers import MAX_NCNN_RANK
 
-MAX_NCNN_RANK = 4
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Relu", "Sigmoid", "Tanh",
                "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf",
                "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Identity"}

@@ -15,7 +15,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -23,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from converter import convert  # noqa: E402
 from converter.cli import parse_dims  # noqa: E402
 from converter.interpreter import run as interpret  # noqa: E402
-from converter.verify import make_inputs, to_ncnn_layout  # noqa: E402
+from converter.verify import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
 
 THREADS = 2
@@ -49,8 +48,7 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
     options.intra_op_num_threads = THREADS
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    ncnn_feeds = {n: np.atleast_1d(to_ncnn_layout(feeds[n], model.graph.tensors[n])).astype(np.float32)
-                  for n in model.graph.inputs}
+    ncnn_feeds = {n: ncnn_feed(feeds[n], model.graph.tensors[n]) for n in model.graph.inputs}
     t_ort = median_ms(lambda: session.run(None, feeds), repeat)
     t_interp = median_ms(lambda: interpret(model.graph, ncnn_feeds), repeat)
     with tempfile.TemporaryDirectory() as folder:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 # ncnn's axis names per Mat rank (innermost first) and Reshape's param ids, shared with the broadcast pass
-from passes.fix_broadcast import AXIS_NAMES, RESHAPE_PARAM_ID
+from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
 from ..ir import Graph, Node, Shape, Tensor
 from ..ncnn_layers import BINARY_OPS
@@ -40,7 +40,7 @@ def ncnn_reshape_params(source: Shape, target: Shape, pairs: dict[int, int]) -> 
         return None
     params, inferred = {}, False
     for i, extent in enumerate(target):
-        pid = RESHAPE_PARAM_ID[axis_name(len(target), i)]
+        pid = SHAPE_PARAM_ID[axis_name(len(target), i)]
         j = pairs.get(i)
         if extent is not None:
             params[pid] = int(extent)

@@ -8,7 +8,7 @@ import numpy as np
 
 from converter.interpreter import run
 from converter.ir import Graph, Node
-from converter.ncnn_layers import SPECS
+from converter.ncnn_layers import SPECS, shape_params
 from converter.ncnn_runtime import run_ncnn
 from converter.writer import save
 
@@ -25,11 +25,6 @@ def ids(op: str, **named) -> dict[int, object]:
     return {by_name[name]: value for name, value in named.items()}
 
 
-def memorydata_params(shape: tuple[int, ...]) -> dict[int, int]:
-    names = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}[len(shape)]
-    return dict(zip(names, shape))
-
-
 def one_layer_graph(op: str, params: dict, inputs: list, weights=(), n_outputs: int = 1) -> tuple[Graph, dict]:
     """Input (or MemoryData) layers feeding one `op` layer; returns the graph and its feeds."""
     graph, feeds, blobs = Graph(op), {}, []
@@ -38,7 +33,7 @@ def one_layer_graph(op: str, params: dict, inputs: list, weights=(), n_outputs: 
         blobs.append(blob)
         if isinstance(item, Const):
             value = np.asarray(item.value, dtype=np.float32)
-            graph.add_node(Node(f"const{i}", "MemoryData", [], [blob], params=memorydata_params(value.shape),
+            graph.add_node(Node(f"const{i}", "MemoryData", [], [blob], params=shape_params(value.shape),
                                 weights=[value.ravel()], ncnn=True))
         else:
             graph.add_node(Node(f"input{i}", "Input", [], [blob], ncnn=True))
