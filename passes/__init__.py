@@ -9,6 +9,7 @@ from converter.ir import Graph
 from .eliminate_dead import eliminate_dead
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .fold_constants import fold_constants
+from .fuse_activation import fuse_activation
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_swish import fuse_swish
@@ -35,6 +36,8 @@ PIPELINE: list[Pass] = [
     fix_broadcast,
     materialize_constants,
     eliminate_dead,
+    # after dead readers are gone, so an activation is more often its producer's only reader
+    fuse_activation,
     # last: it counts the final readers of each blob
     insert_split,
 ]
