@@ -17,10 +17,18 @@ class NcnnModel:
     """An ncnn graph (converted or read from files) with its blob names."""
     graph: Graph
     stats: dict = field(default_factory=dict)
+    # execution plans and names, valid for one graph wiring version (see Graph.version)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _cached(self) -> dict:
+        if self._cache.get("version") != self.graph.version:
+            self._cache.clear()
+            self._cache.update(version=self.graph.version, names=ncnn_names(self.graph), plans={})
+        return self._cache
 
     @property
     def names(self) -> NcnnNames:
-        return ncnn_names(self.graph)
+        return self._cached()["names"]
 
     def io(self) -> dict[str, list[dict]]:
         """Inputs and outputs: ONNX name, ncnn blob, shapes, and the dropped batch axis."""
@@ -44,17 +52,26 @@ class NcnnModel:
         """Run in the ncnn-semantics interpreter.
 
         Names are ncnn blob names (a converted model's ONNX names, or their
-        sanitized form); arrays are in ncnn order without the batch axis.
+        sanitized form); arrays are in ncnn order without the batch axis. The
+        first run for a set of feeds and outputs compiles an execution plan that
+        later runs reuse, until the graph's wiring changes.
         """
-        from .interpreter import run
-        to_tensor = {blob: tensor for tensor, blob in self.names.blob.items()}
-        to_tensor.update({t: t for t in self.graph.tensors})
+        from .interpreter import Plan
+        cache = self._cached()
+        if "to_tensor" not in cache:
+            cache["to_tensor"] = {blob: tensor for tensor, blob in cache["names"].blob.items()}
+            cache["to_tensor"].update({t: t for t in self.graph.tensors})
+        to_tensor, to_blob = cache["to_tensor"], cache["names"].blob
         unknown = [k for k in list(feeds) + list(outputs or []) if k not in to_tensor]
         if unknown:
             raise KeyError(f"unknown blob(s) {', '.join(unknown)}")
-        wanted = [to_tensor[o] for o in outputs] if outputs is not None else None
-        result = run(self.graph, {to_tensor[k]: v for k, v in feeds.items()}, outputs=wanted)
-        return {self.names.blob.get(k, k): v for k, v in result.items()}
+        wanted = tuple(to_tensor[o] for o in outputs) if outputs is not None else None
+        tensor_feeds = {to_tensor[k]: v for k, v in feeds.items()}
+        key = (wanted, frozenset(tensor_feeds))
+        plan = cache["plans"].get(key)
+        if plan is None:
+            plan = cache["plans"][key] = Plan(self.graph, wanted and list(wanted), tensor_feeds)
+        return {to_blob.get(k, k): v for k, v in plan.run(tensor_feeds).items()}
 
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,

@@ -97,6 +97,11 @@ class Graph:
         self.tensors[tensor.name] = tensor
         return tensor
 
+    @property
+    def version(self) -> int:
+        """Bumped by every wiring change: caches keyed on it follow graph rewrites."""
+        return self._version
+
     def fresh_name(self, stem: str) -> str:
         while True:
             name = f"{stem}_{next(self._fresh)}"

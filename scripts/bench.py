@@ -21,7 +21,6 @@ sys.path.insert(0, str(ROOT))
 
 from converter import convert  # noqa: E402
 from converter.cli import parse_dims  # noqa: E402
-from converter.interpreter import run as interpret  # noqa: E402
 from converter.verify import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
 
@@ -50,7 +49,7 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     ncnn_feeds = {n: ncnn_feed(feeds[n], model.graph.tensors[n]) for n in model.graph.inputs}
     t_ort = median_ms(lambda: session.run(None, feeds), repeat)
-    t_interp = median_ms(lambda: interpret(model.graph, ncnn_feeds), repeat)
+    t_interp = median_ms(lambda: model.run(ncnn_feeds), repeat)     # reuses its execution plan
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "m.param", Path(folder) / "m.bin"
         model.save(param, bin_)

@@ -7,10 +7,16 @@ inputs/outputs numpy float32 arrays in ncnn order (c, d, h, w). Kernels never
 modify their inputs. A kernel registered with `outputs=True` also receives
 `n_outputs`, the number of top blobs the layer has (ncnn's Split and Slice
 read it from the layer line, not from the params).
+
+A kernel registered with `prepare=True` is instead a factory
+`fn(p, weights) -> step(*inputs)`, called once per execution plan: it does the
+work that depends only on params and weights (reshaping weights, choosing a
+code path) so that each run does only the arithmetic.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -24,16 +30,24 @@ class InterpreterError(Exception):
 class Kernel:
     fn: Callable
     wants_outputs: bool = False
+    prepare: bool = False
+
+    def bind(self, p, weights: list[np.ndarray], n_outputs: int) -> Callable:
+        """The layer's step: a callable taking only its input arrays."""
+        extra = {"n_outputs": n_outputs} if self.wants_outputs else {}
+        if self.prepare:
+            return self.fn(p, weights, **extra)
+        return partial(self.fn, p, weights, **extra)
 
 
 KERNELS: dict[str, Kernel] = {}
 
 
-def kernel(layer_type: str, outputs: bool = False) -> Callable[[Callable], Callable]:
+def kernel(layer_type: str, outputs: bool = False, prepare: bool = False) -> Callable[[Callable], Callable]:
     def register(fn: Callable) -> Callable:
         if layer_type in KERNELS:
             raise ValueError(f"two kernels for ncnn layer type {layer_type!r}")
-        KERNELS[layer_type] = Kernel(fn, outputs)
+        KERNELS[layer_type] = Kernel(fn, outputs, prepare)
         return fn
     return register
 

@@ -69,6 +69,17 @@ def test_depthwise_and_grouped(tmp_path, rng, channels, group, out_c, geometry):
     check(tmp_path, "ConvolutionDepthWise", params, [x], weights)
 
 
+@pytest.mark.parametrize("op,channels,group,out_c", [("Convolution", 8, 1, 8), ("ConvolutionDepthWise", 8, 8, 8),
+                                                      ("ConvolutionDepthWise", 8, 2, 6)])
+@pytest.mark.parametrize("geometry", [GEOMETRY[0], GEOMETRY[5], GEOMETRY[9]],
+                         ids=lambda g: ",".join(f"{k}={v}" for k, v in g.items()))
+def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, op, channels, group, out_c, geometry):
+    """An input whose columns exceed one band (and leave a partial last band) still matches ncnn."""
+    params, weights = conv_case(rng, op, channels, out_c, group=group, activation=1, **geometry)
+    x = rng.standard_normal((channels, 131, 121)).astype(np.float32)
+    check(tmp_path, op, params, [x], weights)
+
+
 DECONV = [
     dict(kernel_w=3),
     dict(kernel_w=3, stride_w=2),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..buffers import empty
 from ..registry import fail, kernel
 
 F32 = np.float32
@@ -56,9 +57,14 @@ def erfc(x: np.ndarray) -> np.ndarray:
 
 # ---- shared formulas ---------------------------------------------------------
 
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    x = np.clip(x, -SIGMOID_CLAMP, SIGMOID_CLAMP)
-    return (F32(1) / (F32(1) + np.exp(-x))).astype(F32)
+def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)) with ncnn's input clamp; `out` may be x itself."""
+    out = empty(x.shape) if out is None else out
+    np.clip(x, -SIGMOID_CLAMP, SIGMOID_CLAMP, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    np.add(out, F32(1), out=out)
+    return np.divide(F32(1), out, out=out)
 
 
 def _hard_bounds(alpha: float, beta: float) -> tuple[F32, F32]:
@@ -81,38 +87,47 @@ def mish(x: np.ndarray) -> np.ndarray:
         return (x * np.tanh(np.log(np.exp(x) + F32(1)))).astype(F32)
 
 
-def fused_activation(x: np.ndarray, activation_type: int, params) -> np.ndarray:
-    """ncnn's activation_type 0..6 as fused into Convolution / InnerProduct / Deconvolution."""
+def fused_activation_fn(activation_type: int, params):
+    """ncnn's activation_type 0..6 as fused into Convolution / InnerProduct / Deconvolution:
+    a function of the layer's freshly computed output, which it may overwrite."""
     params = [F32(v) for v in params]
     if activation_type == 0:
-        return x
+        return lambda x: x
     if activation_type == 1:
-        return np.maximum(x, F32(0))
+        return lambda x: np.maximum(x, F32(0), out=x)
     if activation_type == 2:
-        return np.where(x > 0, x, x * params[0])
+        return lambda x: np.multiply(x, params[0], out=x, where=x < 0)
     if activation_type == 3:
-        return np.minimum(np.maximum(x, params[0]), params[1])
+        return lambda x: np.minimum(np.maximum(x, params[0], out=x), params[1], out=x)
     if activation_type == 4:
-        return sigmoid(x)
+        return lambda x: sigmoid(x, out=x)
     if activation_type == 5:
-        return mish(x)
+        return mish
     if activation_type == 6:
-        return hardswish(x, params[0], params[1])
+        return lambda x: hardswish(x, params[0], params[1])
     fail(f"unknown fused activation_type {activation_type}")
+
+
+def fused_activation(x: np.ndarray, activation_type: int, params) -> np.ndarray:
+    """Apply a fused activation to a fresh output `x` (which it may overwrite)."""
+    return fused_activation_fn(activation_type, params)(x)
 
 
 # ---- layers ------------------------------------------------------------------
 
 @kernel("ReLU")
 def relu(p, weights, x):
+    out = empty(x.shape)
     if p.slope == 0:
-        return np.maximum(x, F32(0))
-    return np.where(x < 0, x * F32(p.slope), x)
+        return np.maximum(x, F32(0), out=out)
+    np.copyto(out, x)
+    return np.multiply(out, F32(p.slope), out=out, where=x < 0)
 
 
 @kernel("Clip")
 def clip(p, weights, x):
-    return np.minimum(np.maximum(x, F32(p.min)), F32(p.max))
+    out = np.maximum(x, F32(p.min), out=empty(x.shape))
+    return np.minimum(out, F32(p.max), out=out)
 
 
 @kernel("ELU")
@@ -135,13 +150,16 @@ def sigmoid_layer(p, weights, x):
 
 @kernel("Swish")
 def swish(p, weights, x):
+    out = np.negative(x, out=empty(x.shape))
     with np.errstate(over="ignore"):
-        return x / (F32(1) + np.exp(-x))
+        np.exp(out, out=out)
+    np.add(out, F32(1), out=out)
+    return np.divide(x, out, out=out)
 
 
 @kernel("TanH")
 def tanh(p, weights, x):
-    return np.tanh(x)
+    return np.tanh(x, out=empty(x.shape))
 
 
 @kernel("HardSigmoid")

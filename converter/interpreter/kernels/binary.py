@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..buffers import empty
 from ..registry import fail, kernel, shape_str
 
 F32 = np.float32
@@ -29,12 +30,15 @@ _SWAPPED = {7: 1, 8: 3, 9: 6, 11: 10, 13: 12, 16: 15, 18: 17}
 
 
 def binary(op_type: int, a, b):
+    if op_type in _SWAPPED:
+        op_type, a, b = _SWAPPED[op_type], b, a
+    op = _FORWARD.get(op_type)
+    if op is None:
+        fail(f"unknown BinaryOp op_type {op_type}")
     with np.errstate(all="ignore"):
-        if op_type in _FORWARD:
-            return _FORWARD[op_type](a, b)
-        if op_type in _SWAPPED:
-            return _FORWARD[_SWAPPED[op_type]](b, a)
-    fail(f"unknown BinaryOp op_type {op_type}")
+        if isinstance(op, np.ufunc):
+            return op(a, b, out=empty(np.broadcast_shapes(np.shape(a), np.shape(b))))
+        return op(a, b)
 
 
 def align_rank(x: np.ndarray, other: np.ndarray) -> np.ndarray:

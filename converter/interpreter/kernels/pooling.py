@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..buffers import empty, recycle
 from ..registry import fail, kernel, require_rank
-from .conv import same_pads, window_slices
+from .conv import pad_hw, same_pads, window_slices
 
 F32 = np.float32
 MAX, AVG = 0, 1
@@ -66,11 +67,15 @@ def pooling(p, weights, x):
     _, h, w = x.shape
     (top, bottom, left, right), (htail, wtail) = _pads(p, h, w)
     border = -FLT_MAX if p.pooling_type == MAX else F32(0)
-    xp = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=border)
+    xp = pad_hw(x, top, bottom, left, right, border)
     if p.pooling_type == MAX:
-        return _reduce_windows(np.maximum, xp, p)
+        out = _reduce_windows(np.maximum, xp, p)
+        if xp is not x:
+            recycle(xp)
+        return out
     if p.avgpool_count_include_pad:
-        return _reduce_windows(np.add, xp, p) / F32(p.kernel_h * p.kernel_w)
+        out = _reduce_windows(np.add, xp, p)
+        return np.divide(out, F32(p.kernel_h * p.kernel_w), out=out)
     # ncnn excludes only the pad given by the params (plus pad_mode 0's tail), so
     # SAME pads (modes 2/3) still count as area when the param pads are 0
     hb, wb = xp.shape[1:]
@@ -85,5 +90,9 @@ def _reduce_windows(ufunc, x: np.ndarray, p) -> np.ndarray:
     """ufunc-reduce every kernel window, one whole-array op per kernel tap."""
     out = None
     for _, _, tap in window_slices(x, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w):
-        out = tap.copy() if out is None else ufunc(out, tap, out=out)
+        if out is None:
+            out = empty(tap.shape)
+            np.copyto(out, tap)
+        else:
+            ufunc(out, tap, out=out)
     return out

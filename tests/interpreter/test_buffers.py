@@ -1,0 +1,105 @@
+"""The buffer pool: released blob memory is reused, and never while anyone can still see it."""
+import numpy as np
+
+from converter.interpreter import buffers, run
+from converter.interpreter.buffers import BufferPool, empty, recycle
+from converter.ir import Graph
+
+from .layer_check import ids
+from .test_run import add
+
+
+def relu_chain(n_layers: int) -> Graph:
+    g = Graph("chain")
+    add(g, "data", "Input", [], ["x"])
+    g.inputs = ["x"]
+    blob = "x"
+    for i in range(n_layers):
+        add(g, f"l{i}", "BinaryOp", [blob], [f"b{i}"], ids("BinaryOp", op_type=0, with_scalar=1, b=1.0))
+        blob = f"b{i}"
+    g.outputs = [blob]
+    return g
+
+
+def test_a_later_run_never_overwrites_earlier_results_or_feeds():
+    from converter.interpreter import Plan
+    graph = relu_chain(6)
+    plan = Plan(graph, None, ["x"])
+    first_feed = np.zeros((4, 64, 64), np.float32)
+    first = plan.run({"x": first_feed})["b5"]
+    second = plan.run({"x": np.full((4, 64, 64), 10, np.float32)})["b5"]
+    np.testing.assert_array_equal(first, 6)
+    np.testing.assert_array_equal(second, 16)
+    np.testing.assert_array_equal(first_feed, 0)
+
+
+def test_intermediate_memory_is_reused_across_runs():
+    from converter.interpreter import Plan
+    plan = Plan(relu_chain(6), None, ["x"])
+    feeds = {"x": np.zeros((4, 64, 64), np.float32)}
+    plan.run(feeds)
+    pooled = len(plan.pool._free)
+    assert pooled >= 1                                  # intermediates came back
+    for _ in range(3):
+        plan.run(feeds)
+        assert len(plan.pool._free) == pooled           # and the pool does not grow
+
+
+def pooled(array) -> bool:
+    pool = BufferPool()
+    with pool:
+        recycle(array)
+        return bool(pool._free)
+
+
+def _read_only(n: int) -> np.ndarray:
+    array = np.empty(n, np.float32)
+    array.flags.writeable = False
+    return array
+
+
+# (results go to variables first: pytest's assertion rewriting keeps references to
+#  the values inside an assert, which the pool rightly counts as holders)
+
+def test_recycle_takes_only_memory_nothing_else_sees():
+    temporary = pooled(np.empty(16, np.float32))              # only the call holds it
+    held = np.empty(16, np.float32)
+    while_held = pooled(held)                                 # this test's variable holds it too
+    owner = np.empty(16, np.float32)
+    view = owner[:8]
+    owner_held = pooled(view)                                 # the owner is still held here
+    del owner
+    view_held = pooled(view)                                  # `view` is held here
+    lone_view = pooled(np.empty(16, np.float32)[:8])          # a view nobody else sees: its owner goes
+    wrong_dtype = pooled(np.empty(16, np.float64))
+    read_only = pooled(_read_only(16))
+    assert (temporary, lone_view) == (True, True)
+    assert not any([while_held, owner_held, view_held, wrong_dtype, read_only])
+
+
+def test_recycle_outside_a_running_plan_does_nothing():
+    recycle(np.empty(4, np.float32))
+    assert getattr(buffers._active, "pool", None) is None
+
+
+def _address(array) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def test_pool_serves_from_three_quarters_of_a_buffer_up_and_keeps_only_what_served():
+    pool = BufferPool()
+    with pool:
+        first = empty((100,))
+        address = _address(first)
+        recycle(first)
+        del first                                          # recycle's contract: the caller's last use
+        fits = empty((75,))                                # 100 <= 75 * 4/3: served from the pool
+        reused = _address(fits) == address
+        recycle(fits)
+        too_small = empty((74,))                           # 100 > 74 * 4/3: a fresh buffer
+        fresh = _address(too_small) != address
+        stranger = np.empty(50, np.float32)                # memory the pool never handed out
+        recycle(stranger)
+        pooled_during_run = len(pool._free)
+    assert (reused, fresh, pooled_during_run) == (True, True, 2)
+    assert [o.size for o in pool._free] == [100]           # only what served requests stays
