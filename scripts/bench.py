@@ -27,14 +27,24 @@ from converter.onnx_loader import prepare_model  # noqa: E402
 THREADS = 2
 
 
-def median_ms(fn, repeat: int) -> float:
-    fn()                                   # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+ROUNDS = 5
+
+
+def medians_ms(runners: list, repeat: int) -> list[float]:
+    """Median time of each runner. The runs come in ROUNDS rounds of consecutive blocks,
+    one block per runner, so that load changes on the shared machine hit every runtime
+    alike; each block starts with an untimed run, so a runtime never pays for the
+    previous one's threads still spinning or its caches."""
+    times = [[] for _ in runners]
+    per_block = max(1, -(-repeat // ROUNDS))
+    for _ in range(ROUNDS):
+        for run, samples in zip(runners, times):
+            run()
+            for _ in range(per_block):
+                start = time.perf_counter()
+                run()
+                samples.append((time.perf_counter() - start) * 1e3)
+    return [statistics.median(samples) for samples in times]
 
 
 def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tuple[float, float, float]:
@@ -48,8 +58,6 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     ncnn_feeds = {n: ncnn_feed(feeds[n], model.graph.tensors[n]) for n in model.graph.inputs}
-    t_ort = median_ms(lambda: session.run(None, feeds), repeat)
-    t_interp = median_ms(lambda: model.run(ncnn_feeds), repeat)     # reuses its execution plan
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "m.param", Path(folder) / "m.bin"
         model.save(param, bin_)
@@ -69,7 +77,9 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
                 ex.input(k, m)
             for o in outs:
                 ex.extract(o)
-        t_ncnn = median_ms(run_ncnn, repeat)
+        # NcnnModel.run reuses its execution plan, as a user's loop would
+        t_ort, t_interp, t_ncnn = medians_ms([lambda: session.run(None, feeds), lambda: model.run(ncnn_feeds),
+                                              run_ncnn], repeat)
     return t_ort, t_interp, t_ncnn
 
 
