@@ -97,6 +97,16 @@ def _owner_fits(owner) -> bool:
             and owner.flags.writeable and owner.flags.c_contiguous)
 
 
+def exclusive(array) -> bool:
+    """True when nothing but the caller's one local variable can see `array`'s memory,
+    so a kernel may write its result over it."""
+    if type(array) is not np.ndarray:
+        return False
+    if array.base is None:
+        return _owner_fits(array) and _counts(array)[0] == LONE_OWNER
+    return _owner_fits(array.base) and _counts(array) == LONE_VIEW
+
+
 def recycle(array) -> None:
     """Hand an array's memory back to the running plan's pool if nothing else can see it.
     Call it with the array held in exactly one local variable of the caller."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..ncnn_layers import SPECS
-from .buffers import BufferPool, recycle
+from .buffers import BufferPool, exclusive, recycle
 from .registry import KERNELS, InterpreterError
 
 F32 = np.float32
@@ -31,6 +31,7 @@ class Step:
     inputs: tuple[int, ...]        # slots read
     outputs: tuple[int, ...]       # slots written
     release: tuple[int, ...]       # slots no later step reads
+    in_place: bool = False         # the kernel may write over its first input, which dies here
 
 
 def default_outputs(graph: Graph, nodes: list[Node]) -> list[str]:
@@ -132,8 +133,15 @@ class Plan:
         for s, index in last.items():
             if s not in kept:
                 release.setdefault(index, []).append(s)
-        self.steps = [Step(st.node, st.call, st.inputs, st.outputs, tuple(release.get(i, ())))
+        self.steps = [Step(st.node, st.call, st.inputs, st.outputs, tuple(release.get(i, ())),
+                           in_place=self._may_write_over_input(st, release.get(i, ())))
                       for i, st in enumerate(self.steps)]
+
+    @staticmethod
+    def _may_write_over_input(step: Step, released: list[int]) -> bool:
+        entry = KERNELS.get(step.node.op)
+        return (entry is not None and entry.inplace and bool(step.inputs)
+                and step.inputs[0] in released and step.inputs[0] not in step.inputs[1:])
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if set(feeds) != self.fed:
@@ -145,7 +153,10 @@ class Plan:
         try:
             with self.pool:
                 for index, step in enumerate(self.steps):
-                    result = step.call(*[slots[s] for s in step.inputs])
+                    if step.in_place:
+                        result = self._call_in_place(step, slots)
+                    else:
+                        result = step.call(*[slots[s] for s in step.inputs])
                     if len(step.outputs) == 1 and not isinstance(result, tuple):
                         slots[step.outputs[0]] = np.asarray(result, dtype=F32)
                     else:
@@ -160,6 +171,20 @@ class Plan:
         if self.keep:
             return self._named(slots)
         return {b: slots[self.slot[b]] for b in self.wanted}
+
+    @staticmethod
+    def _call_in_place(step: Step, slots: list):
+        """Run a step whose first input dies here, letting it write over that input when
+        nothing else (another blob, a caller's reference, a view) can see its memory."""
+        first, slots[step.inputs[0]] = slots[step.inputs[0]], None
+        rest = [slots[s] for s in step.inputs[1:]]
+        try:
+            if exclusive(first):
+                return step.call(first, *rest, out=first)
+            return step.call(first, *rest)
+        except Exception:
+            slots[step.inputs[0]] = first       # for the error report
+            raise
 
     @staticmethod
     def _release(slots: list, s: int) -> None:

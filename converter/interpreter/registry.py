@@ -12,6 +12,11 @@ A kernel registered with `prepare=True` is instead a factory
 `fn(p, weights) -> step(*inputs)`, called once per execution plan: it does the
 work that depends only on params and weights (reshaping weights, choosing a
 code path) so that each run does only the arithmetic.
+
+A kernel registered with `inplace=True` accepts `out=`: when its first input
+dies at this layer and nothing else can see its memory, the plan passes that
+array as `out`, and the kernel writes its result there if the shapes agree
+(ncnn runs these layers in place too).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ class Kernel:
     fn: Callable
     wants_outputs: bool = False
     prepare: bool = False
+    inplace: bool = False
 
     def bind(self, p, weights: list[np.ndarray], n_outputs: int) -> Callable:
         """The layer's step: a callable taking only its input arrays."""
@@ -43,11 +49,12 @@ class Kernel:
 KERNELS: dict[str, Kernel] = {}
 
 
-def kernel(layer_type: str, outputs: bool = False, prepare: bool = False) -> Callable[[Callable], Callable]:
+def kernel(layer_type: str, outputs: bool = False, prepare: bool = False,
+           inplace: bool = False) -> Callable[[Callable], Callable]:
     def register(fn: Callable) -> Callable:
         if layer_type in KERNELS:
             raise ValueError(f"two kernels for ncnn layer type {layer_type!r}")
-        KERNELS[layer_type] = Kernel(fn, outputs, prepare)
+        KERNELS[layer_type] = Kernel(fn, outputs, prepare, inplace)
         return fn
     return register
 

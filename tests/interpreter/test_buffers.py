@@ -33,16 +33,72 @@ def test_a_later_run_never_overwrites_earlier_results_or_feeds():
     np.testing.assert_array_equal(first_feed, 0)
 
 
+def conv_chain(n_layers: int) -> Graph:
+    """1x1 convolutions: each writes fresh memory, so every intermediate is released."""
+    g = Graph("convs")
+    add(g, "data", "Input", [], ["x"])
+    g.inputs = ["x"]
+    blob = "x"
+    for i in range(n_layers):
+        add(g, f"c{i}", "Convolution", [blob], [f"c{i}"],
+            ids("Convolution", num_output=4, kernel_w=1, weight_data_size=16), [np.eye(4) * 0.5])
+        blob = f"c{i}"
+    g.outputs = [blob]
+    return g
+
+
 def test_intermediate_memory_is_reused_across_runs():
     from converter.interpreter import Plan
-    plan = Plan(relu_chain(6), None, ["x"])
-    feeds = {"x": np.zeros((4, 64, 64), np.float32)}
+    plan = Plan(conv_chain(6), None, ["x"])
+    feeds = {"x": np.ones((4, 64, 64), np.float32)}
     plan.run(feeds)
     pooled = len(plan.pool._free)
     assert pooled >= 1                                  # intermediates came back
     for _ in range(3):
-        plan.run(feeds)
+        np.testing.assert_array_equal(plan.run(feeds)["c5"], 0.5 ** 6)
         assert len(plan.pool._free) == pooled           # and the pool does not grow
+
+
+def test_element_wise_chain_runs_in_one_buffer_and_leaves_the_feed_alone():
+    from converter.interpreter import Plan
+    plan = Plan(relu_chain(6), None, ["x"])
+    feed = np.zeros((4, 64, 64), np.float32)
+    out = plan.run({"x": feed})["b5"]
+    np.testing.assert_array_equal(out, 6)
+    np.testing.assert_array_equal(feed, 0)
+    assert not plan.pool._free                          # nothing released: every step wrote in place
+
+
+def shared_blobs() -> Graph:
+    """Blobs read twice (Split), read through views (Reshape), and graph outputs mid-chain:
+    none may be written over while still visible."""
+    g = Graph("shared")
+    add(g, "data", "Input", [], ["x"])
+    g.inputs = ["x"]
+    add(g, "neg", "UnaryOp", ["x"], ["n"], ids("UnaryOp", op_type=1))
+    add(g, "split", "Split", ["n"], ["n1", "n2"])
+    add(g, "plus", "BinaryOp", ["n1"], ["p"], ids("BinaryOp", op_type=0, with_scalar=1, b=2.0))
+    add(g, "flat", "Reshape", ["n2"], ["f"], ids("Reshape", w=-1))
+    add(g, "relu", "ReLU", ["p"], ["r"])
+    add(g, "times", "BinaryOp", ["r", "p2"], ["t"], ids("BinaryOp", op_type=2))
+    add(g, "again", "Reshape", ["f"], ["p2"], ids("Reshape", w=8, h=8, c=4))
+    add(g, "tanh", "TanH", ["t"], ["y"])
+    add(g, "sig", "Sigmoid", ["p2"], ["z"])
+    g.outputs = ["y", "z", "r"]
+    return g
+
+
+def test_writing_in_place_never_changes_a_result():
+    """keep=True runs nothing in place and recycles nothing: it is the reference."""
+    graph = shared_blobs()
+    feed = np.random.default_rng(0).standard_normal((4, 8, 8)).astype(np.float32)
+    reference = run(graph, {"x": feed.copy()}, keep=True)
+    from converter.interpreter import Plan
+    plan = Plan(graph, None, ["x"])
+    for _ in range(3):
+        got = plan.run({"x": feed.copy()})
+        for name in ("y", "z", "r"):
+            np.testing.assert_array_equal(got[name], reference[name], err_msg=name)
 
 
 def pooled(array) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..buffers import empty
+from ..buffers import empty, recycle
 from ..registry import fail, kernel
 
 F32 = np.float32
@@ -115,18 +115,23 @@ def fused_activation(x: np.ndarray, activation_type: int, params) -> np.ndarray:
 
 # ---- layers ------------------------------------------------------------------
 
-@kernel("ReLU")
-def relu(p, weights, x):
-    out = empty(x.shape)
+def _output(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """Where an element-wise layer writes: over its dead input (`out`), else fresh memory."""
+    return empty(x.shape) if out is None else out
+
+
+@kernel("ReLU", inplace=True)
+def relu(p, weights, x, out=None):
+    out = _output(x, out)
     if p.slope == 0:
         return np.maximum(x, F32(0), out=out)
     np.copyto(out, x)
     return np.multiply(out, F32(p.slope), out=out, where=x < 0)
 
 
-@kernel("Clip")
-def clip(p, weights, x):
-    out = np.maximum(x, F32(p.min), out=empty(x.shape))
+@kernel("Clip", inplace=True)
+def clip(p, weights, x, out=None):
+    out = np.maximum(x, F32(p.min), out=_output(x, out))
     return np.minimum(out, F32(p.max), out=out)
 
 
@@ -143,23 +148,25 @@ def selu(p, weights, x):
         return np.where(x < 0, (np.exp(x) - F32(1)) * (alpha * lam), x * lam)
 
 
-@kernel("Sigmoid")
-def sigmoid_layer(p, weights, x):
-    return sigmoid(x)
+@kernel("Sigmoid", inplace=True)
+def sigmoid_layer(p, weights, x, out=None):
+    return sigmoid(x, out)
 
 
-@kernel("Swish")
-def swish(p, weights, x):
-    out = np.negative(x, out=empty(x.shape))
+@kernel("Swish", inplace=True)
+def swish(p, weights, x, out=None):
+    denominator = np.negative(x, out=empty(x.shape))
     with np.errstate(over="ignore"):
-        np.exp(out, out=out)
-    np.add(out, F32(1), out=out)
-    return np.divide(x, out, out=out)
+        np.exp(denominator, out=denominator)
+    np.add(denominator, F32(1), out=denominator)
+    result = np.divide(x, denominator, out=_output(x, out))
+    recycle(denominator)
+    return result
 
 
-@kernel("TanH")
-def tanh(p, weights, x):
-    return np.tanh(x, out=empty(x.shape))
+@kernel("TanH", inplace=True)
+def tanh(p, weights, x, out=None):
+    return np.tanh(x, out=_output(x, out))
 
 
 @kernel("HardSigmoid")
@@ -203,10 +210,10 @@ UNARY = {
 }
 
 
-@kernel("UnaryOp")
-def unaryop(p, weights, x):
+@kernel("UnaryOp", inplace=True)
+def unaryop(p, weights, x, out=None):
     op = UNARY.get(p.op_type)
     if op is None:
         fail(f"unknown UnaryOp op_type {p.op_type}")
     with np.errstate(all="ignore"):
-        return op(x)
+        return op(x, out=_output(x, out)) if isinstance(op, np.ufunc) else op(x)

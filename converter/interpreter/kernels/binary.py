@@ -29,7 +29,8 @@ _FORWARD = {
 _SWAPPED = {7: 1, 8: 3, 9: 6, 11: 10, 13: 12, 16: 15, 18: 17}
 
 
-def binary(op_type: int, a, b):
+def binary(op_type: int, a, b, out: np.ndarray | None = None):
+    """op(a, b) with numpy broadcasting; written into `out` when given and of the result's shape."""
     if op_type in _SWAPPED:
         op_type, a, b = _SWAPPED[op_type], b, a
     op = _FORWARD.get(op_type)
@@ -37,7 +38,8 @@ def binary(op_type: int, a, b):
         fail(f"unknown BinaryOp op_type {op_type}")
     with np.errstate(all="ignore"):
         if isinstance(op, np.ufunc):
-            return op(a, b, out=empty(np.broadcast_shapes(np.shape(a), np.shape(b))))
+            shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+            return op(a, b, out=out if out is not None and out.shape == shape else empty(shape))
         return op(a, b)
 
 
@@ -67,14 +69,14 @@ def ncnn_broadcast(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return a2, b2
 
 
-@kernel("BinaryOp")
-def binaryop(p, weights, a, b=None):
+@kernel("BinaryOp", inplace=True)
+def binaryop(p, weights, a, b=None, out=None):
     if p.with_scalar:
-        return binary(p.op_type, a, F32(p.b))
+        return binary(p.op_type, a, F32(p.b), out)
     if b is None:
         fail("BinaryOp without with_scalar needs two inputs")
     a2, b2 = ncnn_broadcast(a, b)
-    return binary(p.op_type, a2, b2)
+    return binary(p.op_type, a2, b2, None if out is None else a2)
 
 
 @kernel("Eltwise")
