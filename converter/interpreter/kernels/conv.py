@@ -85,7 +85,9 @@ def _grouped_conv(p, weights, group: int):
     activate = fused_activation_fn(p.activation_type, p.activation_params)
     pad_value = F32(p.pad_value)
 
-    def step(x):
+    geometries: dict[tuple, tuple] = {}        # input shape -> what the step needs, worked out once
+
+    def geometry(x: np.ndarray) -> tuple:
         require_rank(x, 3)
         channels = x.shape[0]
         if channels % group or out_c % group:
@@ -94,11 +96,19 @@ def _grouped_conv(p, weights, group: int):
         if weights[0].size != out_c * cg * taps:
             fail(f"weight has {weights[0].size} values, expected {out_c}x{cg}x{kh}x{kw} "
                  f"for {channels} input channels")
-        xp = pad_hw(x, *conv_pads(p, x), pad_value)
-        oh, ow = output_extent(xp.shape[1], kh, sh, dh), output_extent(xp.shape[2], kw, sw, dw)
-        w = weights[0].reshape(group, og, cg * taps)
+        pads = conv_pads(p, x)
+        oh = output_extent(x.shape[1] + pads[0] + pads[1], kh, sh, dh)
+        ow = output_extent(x.shape[2] + pads[2] + pads[3], kw, sw, dw)
+        return pads, oh, ow, cg, weights[0].reshape(group, og, cg * taps)
+
+    def step(x):
+        shape = geometries.get(x.shape)
+        if shape is None:
+            shape = geometries[x.shape] = geometry(x)
+        pads, oh, ow, cg, w = shape
+        xp = pad_hw(x, *pads, pad_value)
         out = empty((out_c, oh, ow))
-        flat_out = out.reshape(group, og, oh * ow)
+        flat_out = out.reshape(group, out_c // group, oh * ow)
         if taps == 1 and sh == sw == 1:            # 1x1: the input already is the column matrix
             np.matmul(w, xp.reshape(group, cg, oh * ow), out=flat_out)
         else:

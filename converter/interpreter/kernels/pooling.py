@@ -54,36 +54,53 @@ def _adaptive(p, x: np.ndarray) -> np.ndarray:
     return total / F32(hcount)[:, None] / F32(wcount)[None, :]
 
 
-@kernel("Pooling")
-def pooling(p, weights, x):
-    require_rank(x, 3)
+@kernel("Pooling", prepare=True)
+def pooling(p, weights):
     if p.pooling_type not in (MAX, AVG):
         fail(f"unknown pooling_type {p.pooling_type}")
-    if p.global_pooling:
-        flat = x.reshape(x.shape[0], -1)
-        return flat.max(axis=1) if p.pooling_type == MAX else flat.sum(axis=1) / F32(flat.shape[1])
-    if p.adaptive_pooling:
-        return _adaptive(p, x)
-    _, h, w = x.shape
-    (top, bottom, left, right), (htail, wtail) = _pads(p, h, w)
     border = -FLT_MAX if p.pooling_type == MAX else F32(0)
-    xp = pad_hw(x, top, bottom, left, right, border)
-    if p.pooling_type == MAX:
-        out = _reduce_windows(np.maximum, xp, p)
+    geometries: dict[tuple, tuple] = {}     # input shape -> (pads, region, divisor), worked out once
+
+    def step(x):
+        require_rank(x, 3)
+        if p.global_pooling:
+            flat = x.reshape(x.shape[0], -1)
+            return flat.max(axis=1) if p.pooling_type == MAX else flat.sum(axis=1) / F32(flat.shape[1])
+        if p.adaptive_pooling:
+            return _adaptive(p, x)
+        shape = geometries.get(x.shape)
+        if shape is None:
+            shape = geometries[x.shape] = _geometry(p, x.shape)
+        pads, region, divisor = shape
+        xp = pad_hw(x, *pads, border)
+        if region is not None:        # ncnn leaves the param pads out of sums, data or not
+            xp = np.multiply(xp, region, out=xp if xp is not x else empty(xp.shape))
+        out = _reduce_windows(np.maximum if p.pooling_type == MAX else np.add, xp, p)
         if xp is not x:
             recycle(xp)
+        if divisor is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.divide(out, divisor, out=out)
         return out
+    return step
+
+
+def _geometry(p, shape: tuple) -> tuple:
+    """The border to add; for average pooling the 0/1 mask of what the sums count (None: all)
+    and what each window's sum is divided by."""
+    _, h, w = shape
+    (top, bottom, left, right), (htail, wtail) = _pads(p, h, w)
+    if p.pooling_type == MAX:
+        return (top, bottom, left, right), None, None
     if p.avgpool_count_include_pad:
-        out = _reduce_windows(np.add, xp, p)
-        return np.divide(out, F32(p.kernel_h * p.kernel_w), out=out)
+        return (top, bottom, left, right), None, F32(p.kernel_h * p.kernel_w)
     # ncnn excludes only the pad given by the params (plus pad_mode 0's tail), so
     # SAME pads (modes 2/3) still count as area when the param pads are 0
-    hb, wb = xp.shape[1:]
+    hb, wb = h + top + bottom, w + left + right
     rows = (np.arange(hb) >= p.pad_top) & (np.arange(hb) < hb - p.pad_bottom - htail)
     cols = (np.arange(wb) >= p.pad_left) & (np.arange(wb) < wb - p.pad_right - wtail)
     region = (rows[:, None] & cols[None, :]).astype(F32)[None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _reduce_windows(np.add, xp * region, p) / _reduce_windows(np.add, region, p)
+    return (top, bottom, left, right), region, _reduce_windows(np.add, region, p).copy()
 
 
 def _reduce_windows(ufunc, x: np.ndarray, p) -> np.ndarray:

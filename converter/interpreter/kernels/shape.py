@@ -14,7 +14,7 @@ def input_(p, weights):
     fail("Input layers take their blob from the feeds")
 
 
-@kernel("MemoryData")
+@kernel("MemoryData", prepare=True)
 def memorydata(p, weights):
     if p.d:
         shape = (p.c, p.d, p.h, p.w)
@@ -28,7 +28,9 @@ def memorydata(p, weights):
         fail("MemoryData with w=h=d=c=0 holds one uninitialized value in ncnn")
     if weights[0].size != int(np.prod(shape)):
         fail(f"MemoryData data has {weights[0].size} values, shape {shape} needs {int(np.prod(shape))}")
-    return weights[0].reshape(shape)
+    value = weights[0].reshape(shape)
+    value.flags.writeable = False      # the layer's weights: no caller or kernel may change them
+    return lambda: value
 
 
 @kernel("Split", outputs=True)
@@ -155,8 +157,8 @@ def crop(p, weights, x, reference=None):
 
 # ---- Reshape ---------------------------------------------------------------------
 
-@kernel("Reshape")
-def reshape(p, weights, x):
+@kernel("Reshape", prepare=True)
+def reshape(p, weights):
     """The x86 runtime's Reshape: a 1-D target always flattens; 0 copies the input's
     extent of the same name (w, h, d, c), -1 is inferred; a -233 ends the shape."""
     if p.shape_expr:
@@ -168,17 +170,27 @@ def reshape(p, weights, x):
     if ndim == 0:
         fail("Reshape with w=-233 produces no blob in ncnn")
     if ndim == 1:
-        return x.reshape(-1)
+        return lambda x: x.reshape(-1)
     names = {2: "wh", 3: "whc", 4: "whdc"}[ndim]
     given = [p[n] for n in names]
-    ext = extents(x)
-    out = [ext[n] if v == 0 else v for n, v in zip(names, given)]
-    if out.count(-1) == 1:
-        known = int(np.prod([v for v in out if v != -1]))
-        out[out.index(-1)] = x.size // known if known else 0
-    if any(v <= 0 for v in out) or int(np.prod(out)) != x.size:
-        fail(f"Reshape to {dict(zip(names, given))} cannot hold the {x.size} values of {shape_str(x)}")
-    return x.reshape(tuple(reversed(out)))
+    targets: dict[tuple, tuple] = {}           # input shape -> output shape, worked out once
+
+    def target(x: np.ndarray) -> tuple:
+        ext = extents(x)
+        out = [ext[n] if v == 0 else v for n, v in zip(names, given)]
+        if out.count(-1) == 1:
+            known = int(np.prod([v for v in out if v != -1]))
+            out[out.index(-1)] = x.size // known if known else 0
+        if any(v <= 0 for v in out) or int(np.prod(out)) != x.size:
+            fail(f"Reshape to {dict(zip(names, given))} cannot hold the {x.size} values of {shape_str(x)}")
+        return tuple(reversed(out))
+
+    def step(x):
+        shape = targets.get(x.shape)
+        if shape is None:
+            shape = targets[x.shape] = target(x)
+        return x.reshape(shape)
+    return step
 
 
 # ---- Permute ---------------------------------------------------------------------
