@@ -131,6 +131,28 @@ def cnn_dynamic() -> onnx.ModelProto:
     return g.build({"input": (1, 3, "H", "W")}, {"logits": (1, 5)}, cnn_dynamic.__doc__)
 
 
+def _inverted_residual(g, x, cin, cexp, cout, stride):
+    """MobileNetV2 block: 1x1 expand, depthwise 3x3, 1x1 project (BN after each, ReLU6 after
+    the first two); the residual Add where shapes allow."""
+    relu6 = lambda t: g.op("Clip", t, g.const(0.0), g.const(6.0))  # noqa: E731
+    h = relu6(g.bn(g.conv(x, cin, cexp, k=1, bias=False), cexp))
+    h = relu6(g.bn(g.conv(h, cexp, cexp, stride=stride, group=cexp, bias=False), cexp))
+    h = g.bn(g.conv(h, cexp, cout, k=1, bias=False), cout)
+    return g.op("Add", h, x) if stride == 1 and cin == cout else h
+
+
+def cnn_mobile() -> onnx.ModelProto:
+    """MobileNetV2-style CNN at 224x224, a realistic deployment shape: strided stem, five inverted residual blocks, GAP, Gemm."""
+    g = Graph("cnn_mobile", seed=5)
+    x = g.op("Clip", g.bn(g.conv("input", 3, 16, stride=2, bias=False), 16), g.const(0.0), g.const(6.0))
+    for cin, cexp, cout, stride in ((16, 64, 24, 2), (24, 96, 24, 1), (24, 96, 32, 2), (32, 128, 32, 1),
+                                    (32, 128, 64, 2)):            # 112 -> 56 -> 56 -> 28 -> 28 -> 14
+        x = _inverted_residual(g, x, cin, cexp, cout, stride)
+    x = g.op("Flatten", g.op("GlobalAveragePool", x), axis=1)
+    g.op("Gemm", x, g.weight(10, 64, fan_in=64), g.const(g.randn(10, scale=0.1)), transB=1, out="logits")
+    return g.build({"input": (1, 3, 224, 224)}, {"logits": (1, 10)}, cnn_mobile.__doc__)
+
+
 def transformer_small() -> onnx.ModelProto:
     """One pre-LN transformer encoder block: LayerNorm, 4-head attention via Reshape/Transpose/MatMul/Softmax, Erf-GELU FFN."""
     T, C, H = 16, 32, 4
@@ -171,7 +193,7 @@ def bcast_demo() -> onnx.ModelProto:
                    {"out_image": (1, 4, 6, 4), "out_seq": (1, 8, 8)}, bcast_demo.__doc__)
 
 
-MODELS = {f.__name__: f for f in (cnn_small, cnn_dynamic, transformer_small, bcast_demo)}
+MODELS = {f.__name__: f for f in (cnn_small, cnn_dynamic, cnn_mobile, transformer_small, bcast_demo)}
 
 # Concrete sizes for symbolic input dims when running a model under --check.
 CHECK_DIMS = {"cnn_dynamic": [{"H": 16, "W": 16}, {"H": 24, "W": 20}, {"H": 32, "W": 40}]}

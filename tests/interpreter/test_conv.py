@@ -80,6 +80,18 @@ def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, op, channels,
     check(tmp_path, op, params, [x], weights)
 
 
+@pytest.mark.parametrize("channels,group,out_c,size", [(14, 14, 14, (40, 40)), (16, 8, 16, (30, 30)),
+                                                       (12, 12, 12, (41, 37))])
+@pytest.mark.parametrize("geometry", [GEOMETRY[0], GEOMETRY[2], GEOMETRY[5]],
+                         ids=lambda g: ",".join(f"{k}={v}" for k, v in g.items()))
+def test_many_groups_built_a_few_groups_per_band(tmp_path, rng, channels, group, out_c, size, geometry):
+    """Depthwise/grouped layers whose groups are banded several at a time (last band partial)."""
+    params, weights = conv_case(rng, "ConvolutionDepthWise", channels, out_c, group=group, activation=2,
+                                **geometry)
+    x = rng.standard_normal((channels, *size)).astype(np.float32)
+    check(tmp_path, "ConvolutionDepthWise", params, [x], weights)
+
+
 DECONV = [
     dict(kernel_w=3),
     dict(kernel_w=3, stride_w=2),

@@ -122,19 +122,29 @@ def _grouped_conv(p, weights, group: int):
 
 
 def _banded_im2col_matmul(w, xp, flat_out, dims, steps, oh: int, ow: int) -> None:
-    """flat_out[g] = w[g] @ columns[g], building the columns a band of output rows at a time."""
+    """flat_out[g] = w[g] @ columns[g], building the columns one band at a time: whole groups
+    when one group's columns fit a band (depthwise layers: long products, few calls), else
+    bands of output rows across all groups."""
     group, cg, kh, kw = dims
+    per_group = cg * kh * kw * oh * ow
+    if group > 1 and per_group <= BAND_FLOATS:
+        groups = BAND_FLOATS // per_group
+        bands = [(g0, min(g0 + groups, group), 0, oh) for g0 in range(0, group, groups)]
+    else:
+        rows = max(1, min(oh, BAND_FLOATS // (group * cg * kh * kw * ow)))
+        bands = [(0, group, r0, min(r0 + rows, oh)) for r0 in range(0, oh, rows)]
+    g_end, r_end = bands[0][1], bands[0][3]
+    band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * ow,))
     sh, sw, dh, dw = steps
     s_c, s_h, s_w = xp.strides
-    rows = max(1, min(oh, BAND_FLOATS // (group * cg * kh * kw * ow)))
-    band = empty((group * cg * kh * kw * rows * ow,))
-    for r0 in range(0, oh, rows):
-        r = min(rows, oh - r0)
-        windows = np.ndarray((group, cg, kh, kw, r, ow), dtype=F32, buffer=xp, offset=r0 * sh * s_h,
+    for g0, g1, r0, r1 in bands:
+        windows = np.ndarray((g1 - g0, cg, kh, kw, r1 - r0, ow), dtype=F32, buffer=xp,
+                             offset=g0 * cg * s_c + r0 * sh * s_h,
                              strides=(cg * s_c, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
         columns = band[:windows.size].reshape(windows.shape)
         np.copyto(columns, windows)
-        np.matmul(w, columns.reshape(group, cg * kh * kw, r * ow), out=flat_out[:, :, r0 * ow:(r0 + r) * ow])
+        np.matmul(w[g0:g1], columns.reshape(g1 - g0, cg * kh * kw, (r1 - r0) * ow),
+                  out=flat_out[g0:g1, :, r0 * ow:r1 * ow])
     del windows, columns
     recycle(band)
 
