@@ -13,7 +13,8 @@ local variable and, if it is a view, its owner by that view alone. CPython's
 reference counts tell (views, a second slot, a caller's reference all count);
 the expected counts are measured at import on probes that take the same code
 path. After a run the pool keeps only buffers that served `empty` during it,
-so it never grows past one run's working set.
+so it never grows past one run's working set. A lock keeps the pool's lists
+consistent when threads run the same plan at once.
 """
 from __future__ import annotations
 
@@ -54,28 +55,34 @@ class BufferPool:
         self._sizes: list[int] = []              # sorted sizes of the free buffers
         self._free: list[np.ndarray] = []        # the free owning arrays, in the same order
         self._served: set[int] = set()           # ids of buffers `take` handed out this run
+        self._lock = threading.Lock()
 
     def take(self, shape: tuple) -> np.ndarray:
         n = math.prod(shape)
-        i = bisect.bisect_left(self._sizes, n)
-        if i < len(self._sizes) and self._sizes[i] <= n * SIZE_SLACK:
-            del self._sizes[i]
-            owner = self._free.pop(i)
-        else:
+        with self._lock:
+            i = bisect.bisect_left(self._sizes, n)
+            if i < len(self._sizes) and self._sizes[i] <= n * SIZE_SLACK:
+                del self._sizes[i]
+                owner = self._free.pop(i)
+            else:
+                owner = None
+        if owner is None:
             owner = np.empty(n, dtype=F32)
         self._served.add(id(owner))
         return owner.reshape(-1)[:n].reshape(shape)
 
     def give(self, owner: np.ndarray) -> None:
-        i = bisect.bisect_left(self._sizes, owner.size)
-        self._sizes.insert(i, owner.size)
-        self._free.insert(i, owner)
+        with self._lock:
+            i = bisect.bisect_left(self._sizes, owner.size)
+            self._sizes.insert(i, owner.size)
+            self._free.insert(i, owner)
 
     def end_run(self) -> None:
         """Keep only the buffers that served requests this run: the next run needs no more."""
-        kept = [(s, o) for s, o in zip(self._sizes, self._free) if id(o) in self._served]
-        self._sizes, self._free = [s for s, _ in kept], [o for _, o in kept]
-        self._served.clear()
+        with self._lock:
+            kept = [(s, o) for s, o in zip(self._sizes, self._free) if id(o) in self._served]
+            self._sizes, self._free = [s for s, _ in kept], [o for _, o in kept]
+            self._served.clear()
 
     def __enter__(self) -> BufferPool:
         _active.pool = self

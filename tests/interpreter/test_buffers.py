@@ -159,3 +159,38 @@ def test_pool_serves_from_three_quarters_of_a_buffer_up_and_keeps_only_what_serv
         pooled_during_run = len(pool._free)
     assert (reused, fresh, pooled_during_run) == (True, True, 2)
     assert [o.size for o in pool._free] == [100]           # only what served requests stays
+
+
+def test_threads_sharing_one_model_get_their_own_results():
+    """NcnnModel keeps one plan (and pool) per feeds/outputs; concurrent runs must not mix."""
+    import sys
+    import threading
+
+    from converter import convert
+    from onnx_cases import MODELS
+    model = convert(MODELS / "cnn_dynamic.onnx", input_shapes={"input": [1, 3, 24, 24]})
+    rng = np.random.default_rng(3)
+    feeds = [rng.standard_normal((3, 24, 24)).astype(np.float32) for _ in range(4)]
+    expected = [run(model.graph, {"input": f}, keep=True)["logits"] for f in feeds]
+    failures = []
+
+    def worker(k):
+        try:
+            for _ in range(40):
+                got = model.run({"input": feeds[k]})["logits"]
+                if not np.array_equal(got, expected[k]):
+                    failures.append(f"thread {k}: wrong numbers")
+        except Exception as exc:        # a mixed-up buffer can also surface as an error
+            failures.append(f"thread {k}: {exc}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                     # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures
