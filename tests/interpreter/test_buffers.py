@@ -194,3 +194,15 @@ def test_threads_sharing_one_model_get_their_own_results():
     finally:
         sys.setswitchinterval(interval)
     assert not failures
+
+
+def test_one_model_run_at_changing_input_sizes():
+    """Per-shape geometry caches and the pool follow the input size from run to run."""
+    from converter import convert
+    from onnx_cases import MODELS
+    model = convert(MODELS / "cnn_dynamic.onnx")
+    rng = np.random.default_rng(4)
+    for h, w in [(16, 16), (24, 20), (32, 40), (16, 16), (33, 17)]:
+        x = rng.standard_normal((3, h, w)).astype(np.float32)
+        reference = run(model.graph, {"input": x}, keep=True)["logits"]
+        np.testing.assert_array_equal(model.run({"input": x})["logits"], reference)
