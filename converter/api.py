@@ -70,7 +70,7 @@ class NcnnModel:
         key = (wanted, frozenset(tensor_feeds))
         plan = cache["plans"].get(key)
         if plan is None:
-            plan = cache["plans"][key] = Plan(self.graph, wanted and list(wanted), tensor_feeds)
+            plan = cache["plans"][key] = Plan(self.graph, None if wanted is None else list(wanted), tensor_feeds)
         return {to_blob.get(k, k): v for k, v in plan.run(tensor_feeds).items()}
 
 

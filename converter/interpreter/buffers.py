@@ -116,7 +116,9 @@ def exclusive(array) -> bool:
 
 def recycle(array) -> None:
     """Hand an array's memory back to the running plan's pool if nothing else can see it.
-    Call it with the array held in exactly one local variable of the caller."""
+    Call it with the array held in exactly one local variable of the caller.
+    (It repeats `exclusive`'s test inline: calling `exclusive` would add a frame, and so a
+    reference, to the counts that LONE_OWNER / LONE_VIEW were calibrated for.)"""
     pool = getattr(_active, "pool", None)
     if pool is None or type(array) is not np.ndarray:
         return

@@ -63,6 +63,12 @@ def _raising(error: Exception, final: bool = True) -> Callable:
     return call
 
 
+def _may_write_over_input(node: Node, inputs: tuple[int, ...], released: list[int]) -> bool:
+    entry = KERNELS.get(node.op)
+    return (entry is not None and entry.inplace and bool(inputs)
+            and inputs[0] in released and inputs[0] not in inputs[1:])
+
+
 def _bind(node: Node) -> Callable:
     entry = KERNELS.get(node.op)
     if entry is None:
@@ -100,7 +106,7 @@ class Plan:
         self.pool = BufferPool()
         self.slot: dict[str, int] = {}
         self.fed = fed
-        self.steps: list[Step] = []
+        planned: list[tuple] = []               # (node, call, input slots, output slots)
         available = set()
         for node in nodes:
             if node.outputs and all(b in fed for b in node.outputs):
@@ -108,40 +114,34 @@ class Plan:
                 continue
             absent = [b for b in node.inputs if b not in available and b not in fed]
             if absent:
-                self.steps.append(Step(node, _raising(InterpreterError(
+                planned.append((node, _raising(InterpreterError(
                     f"{node.op} layer '{node.name}' needs blob(s) {', '.join(absent)} that no layer produced")),
-                    (), (), ()))
+                    (), ()))
                 continue
             available.update(node.outputs)
-            self.steps.append(Step(node, _bind(node), self._slots(node.inputs), self._slots(node.outputs), ()))
+            planned.append((node, _bind(node), self._slots(node.inputs), self._slots(node.outputs)))
         for name in fed:
             self._slots([name])
-        if not keep:
-            self._schedule_releases()
+        release = {} if keep else self._releases(planned)
+        self.steps = [Step(node, call, ins, outs, tuple(release.get(i, ())),
+                           in_place=_may_write_over_input(node, ins, release.get(i, ())))
+                      for i, (node, call, ins, outs) in enumerate(planned)]
 
     def _slots(self, blobs: list[str]) -> tuple[int, ...]:
         return tuple(self.slot.setdefault(b, len(self.slot)) for b in blobs)
 
-    def _schedule_releases(self) -> None:
-        """Drop each blob after the step that last reads or writes it, unless it is wanted."""
+    def _releases(self, planned: list[tuple]) -> dict[int, list[int]]:
+        """For each step, the slots to drop after it: those it last reads or writes, unless wanted."""
         last: dict[int, int] = {}
-        for index, step in enumerate(self.steps):
-            for s in step.inputs + step.outputs:
+        for index, (_, _, ins, outs) in enumerate(planned):
+            for s in ins + outs:
                 last[s] = index
         kept = {self.slot[b] for b in self.wanted}
         release: dict[int, list[int]] = {}
         for s, index in last.items():
             if s not in kept:
                 release.setdefault(index, []).append(s)
-        self.steps = [Step(st.node, st.call, st.inputs, st.outputs, tuple(release.get(i, ())),
-                           in_place=self._may_write_over_input(st, release.get(i, ())))
-                      for i, st in enumerate(self.steps)]
-
-    @staticmethod
-    def _may_write_over_input(step: Step, released: list[int]) -> bool:
-        entry = KERNELS.get(step.node.op)
-        return (entry is not None and entry.inplace and bool(step.inputs)
-                and step.inputs[0] in released and step.inputs[0] not in step.inputs[1:])
+        return release
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if set(feeds) != self.fed:

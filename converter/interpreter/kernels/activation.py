@@ -10,11 +10,10 @@ F32 = np.float32
 SIGMOID_CLAMP = F32(88.3762626647949)  # ncnn clamps sigmoid's input to +-this before expf
 
 
-# ---- erf / erfc without scipy: series near 0, a Chebyshev-fitted tail beyond ---------
+# ---- erf / erfc without scipy: erf from a series near 0 (relative accuracy where erf is
+#      small) and a rational fit beyond; erfc from the fit alone ---------------------------
 
 SERIES_LIMIT = 1.0
-
-
 SERIES_TERMS = 14     # for |x| < 1 the first omitted term is below 1 / (14! * 29) < 4e-13
 
 
