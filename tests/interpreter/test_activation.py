@@ -15,6 +15,7 @@ def values(rng, shape, low=-4.0, high=4.0):
 
 LAYERS = [
     ("ReLU", {}), ("ReLU", {"slope": 0.1}), ("Clip", {"min": -0.5, "max": 1.25}), ("Clip", {}),
+    ("Clip", {"min": 1.0, "max": -1.0}),       # crossed bounds: ncnn applies min, then max
     ("Sigmoid", {}), ("Swish", {}), ("TanH", {}), ("HardSigmoid", {}),
     ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}), ("HardSwish", {}),
     ("HardSwish", {"alpha": 1 / 6, "beta": 0.5}), ("GELU", {}), ("GELU", {"fast_gelu": 1}), ("Erf", {}),
