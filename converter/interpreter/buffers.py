@@ -3,9 +3,9 @@
 A fresh multi-megabyte numpy array costs a page fault per 4 KiB the first time
 it is written (about 2 µs each on a VM): at 224x224 that was a quarter of a
 run. A Plan owns a BufferPool. While it runs, kernels that ask `empty(shape)`
-get memory some earlier released blob left behind (the smallest free buffer
-that holds it and is at most a third larger, ncnn's rule), and the plan hands
-each released blob back with `recycle`.
+for 128 KiB or more get memory some earlier released blob left behind (the
+smallest free buffer that holds it and is at most a third larger, ncnn's
+rule), and the plan hands each released blob back with `recycle`.
 
 Only memory nothing else can see is recycled: its owning array is float32,
 writeable and contiguous; the released array is held by the caller's one
@@ -27,6 +27,9 @@ import numpy as np
 
 F32 = np.float32
 SIZE_SLACK = 4 / 3        # a free buffer serves requests down to 3/4 of its size
+# Smaller arrays bypass the pool: malloc serves them from its heap without page faults
+# (mmap starts at 128 KiB), and the pool's bookkeeping cost more than it saved on small models.
+POOL_MIN_FLOATS = 1 << 15
 _active = threading.local()
 
 
@@ -96,7 +99,9 @@ class BufferPool:
 def empty(shape: tuple) -> np.ndarray:
     """An uninitialized float32 array, from the running plan's pool when one is active."""
     pool = getattr(_active, "pool", None)
-    return np.empty(shape, dtype=F32) if pool is None else pool.take(tuple(shape))
+    if pool is None or math.prod(shape) < POOL_MIN_FLOATS:
+        return np.empty(shape, dtype=F32)
+    return pool.take(tuple(shape))
 
 
 def _owner_fits(owner) -> bool:
@@ -123,7 +128,7 @@ def recycle(array) -> None:
     if pool is None or type(array) is not np.ndarray:
         return
     if array.base is None:
-        if _owner_fits(array) and _counts(array)[0] == LONE_OWNER:
+        if array.size >= POOL_MIN_FLOATS and _owner_fits(array) and _counts(array)[0] == LONE_OWNER:
             pool.give(array)
-    elif _owner_fits(array.base) and _counts(array) == LONE_VIEW:
+    elif _owner_fits(array.base) and array.base.size >= POOL_MIN_FLOATS and _counts(array) == LONE_VIEW:
         pool.give(array.base)

@@ -1,5 +1,6 @@
 """The buffer pool: released blob memory is reused, and never while anyone can still see it."""
 import numpy as np
+import pytest
 
 from converter.interpreter import buffers, run
 from converter.interpreter.buffers import BufferPool, empty, recycle
@@ -7,6 +8,12 @@ from converter.ir import Graph
 
 from .layer_check import ids
 from .test_run import add
+
+
+@pytest.fixture(autouse=True)
+def pool_every_size(monkeypatch):
+    """These tests use small blobs; let the pool take them as it takes big ones."""
+    monkeypatch.setattr(buffers, "POOL_MIN_FLOATS", 0)
 
 
 def relu_chain(n_layers: int) -> Graph:
@@ -159,6 +166,22 @@ def test_pool_serves_from_three_quarters_of_a_buffer_up_and_keeps_only_what_serv
         pooled_during_run = len(pool._free)
     assert (reused, fresh, pooled_during_run) == (True, True, 2)
     assert [o.size for o in pool._free] == [100]           # only what served requests stays
+
+
+def test_small_arrays_bypass_the_pool(monkeypatch):
+    monkeypatch.setattr(buffers, "POOL_MIN_FLOATS", 1000)
+    pool = BufferPool()
+    with pool:
+        small = np.empty(999, np.float32)                  # small: left to malloc
+        recycle(small)
+        small = empty((999,))
+        recycle(small)
+        view = np.empty(1000, np.float32)[:10]             # a small view of a big owner: the owner counts
+        recycle(view)
+        del view, small
+        free_sizes = [o.size for o in pool._free]
+        big = empty((1000,))                                # served by that owner
+    assert free_sizes == [1000] and not pool._free and big.size == 1000
 
 
 def test_threads_sharing_one_model_get_their_own_results():
