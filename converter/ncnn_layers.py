@@ -26,8 +26,13 @@ class ParamSpec:
 class WeightSpec:
     name: str
     count: Callable[["Params"], int]       # number of scalars, from the resolved params
-    flagged: bool = False                  # stored with a type flag (fp32/fp16/...)
+    # stored after a type tag (fp32/fp16/...), like ncnn's ModelBin::load type 0; a function
+    # of the params where a param chooses (MemoryData's load_type)
+    flagged: bool | Callable[["Params"], bool] = False
     present: Callable[["Params"], bool] = lambda p: True
+
+    def tagged(self, params: "Params") -> bool:
+        return self.flagged(params) if callable(self.flagged) else self.flagged
 
 
 class Params(dict):
@@ -99,7 +104,8 @@ layer("Input", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", I
 layer("MemoryData", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0),
       (21, "load_type", INT, 1),
       # with w=h=d=c=0 ncnn reads nothing from the .bin (and holds one uninitialized value)
-      weights=(WeightSpec("data", _numel("w", "h", "d", "c"), present=lambda p: any((p.w, p.h, p.d, p.c))),))
+      weights=(WeightSpec("data", _numel("w", "h", "d", "c"), flagged=lambda p: p.load_type == 0,
+                          present=lambda p: any((p.w, p.h, p.d, p.c))),))
 layer("Split")
 layer("Noop")
 layer("Dropout", (0, "scale", FLOAT, 1.0))

@@ -270,7 +270,7 @@ def _read_weights(records: list[LayerRecord], data: bytes, bin_source: str,
                                       f"weight {w.name} has a negative size {count}")
             what = f"weight {w.name!r} ({count} values)"
             dtype = "<f4"
-            if w.flagged:
+            if w.tagged(resolved):
                 tag = int.from_bytes(take(4, f"the type tag of {what}", record), "little")
                 if tag == FP16_FLAG:
                     dtype = "<f2"

@@ -106,13 +106,14 @@ def weight_bytes(node: Node, fp16: bool = False) -> bytes:
     layout = SPECS[node.op].weight_layout(node.params)
     if len(layout) != len(node.weights):
         raise ValueError(f"{node.op} '{node.name}' has {len(node.weights)} weights, spec wants {len(layout)}")
+    params = SPECS[node.op].resolve(node.params)
     for spec, data in zip(layout, node.weights):
         flat = np.ascontiguousarray(data, dtype=np.float32).ravel()
-        if flat.size != spec.count(SPECS[node.op].resolve(node.params)):
+        if flat.size != spec.count(params):
             raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")
-        if spec.flagged and fp16:
+        if spec.tagged(params) and fp16:
             out += struct.pack("<I", FP16_FLAG) + flat.astype("<f2").tobytes()
-        elif spec.flagged:
+        elif spec.tagged(params):
             out += struct.pack("<I", 0) + flat.astype("<f4").tobytes()
         else:
             out += flat.astype("<f4").tobytes()

@@ -3,13 +3,15 @@
 Expected numbers come from numpy on the weights the reader returns, so this also checks that
 the reader hands back each weight in the order and layout ncnn uses.
 """
+import struct
+
 import numpy as np
 import pytest
 
-from converter import ncnn_runtime
+from converter import load_ncnn, ncnn_runtime
+from converter.ncnn_layers import FP16_FLAG
 from converter.reader import read_ncnn
 from converter.writer import save
-
 
 
 def conv3x3_same(x, w, b):
@@ -48,3 +50,26 @@ def test_real_ncnn_runs_the_written_files(tmp_path, make_graph, name, feed, refe
     got = ncnn_runtime.run_ncnn(param, bin_, {feed: x}, back.outputs)
     for blob in back.outputs:
         np.testing.assert_allclose(got[blob], want[blob], rtol=1e-4, atol=1e-4, err_msg=blob)
+
+
+@pytest.mark.parametrize("load_type, tag, dtype", [
+    (1, None, "<f4"),              # the default: raw fp32, no tag
+    (0, 0, "<f4"),                 # type tag 0: fp32
+    (0, FP16_FLAG, "<f2"),         # fp16
+], ids=["raw", "tagged-fp32", "tagged-fp16"])
+def test_memorydata_load_type_reads_like_ncnn(tmp_path, load_type, tag, dtype):
+    """MemoryData's 21=load_type 0 stores its data after a type tag, like conv weights."""
+    values = np.linspace(-2, 3, 15).astype(dtype)
+    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
+    param.write_text("7767517\n3 3\nInput in 0 1 x\nMemoryData m 0 1 c 0=5 1=3 21=%d\n"
+                     "BinaryOp add 2 1 x c y 0=0\n" % load_type)
+    data = values.tobytes()
+    bin_.write_bytes((b"" if tag is None else struct.pack("<I", tag)) + data + b"\0" * (-len(data) % 4))
+    x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+    want = ncnn_runtime.run_ncnn(param, bin_, {"x": x}, ["y"])["y"]
+    model = load_ncnn(param, bin_)
+    np.testing.assert_array_equal(model.run({"x": x})["y"], want)
+    np.testing.assert_array_equal(want, x + values.astype(np.float32).reshape(3, 5))
+    save(model.graph, tmp_path / "b.param", tmp_path / "b.bin")       # written back with its tag, as fp32
+    written = (tmp_path / "b.bin").read_bytes()
+    assert written == (b"" if tag is None else struct.pack("<I", 0)) + values.astype("<f4").tobytes()
