@@ -151,7 +151,7 @@ class Plan:
             slots[self.slot[name]] = np.asarray(value, dtype=F32)
         index = 0
         try:
-            with self.pool:
+            with self.pool, np.errstate(all="ignore"):     # ncnn makes inf and NaN silently
                 for index, step in enumerate(self.steps):
                     if step.in_place:
                         result = self._call_in_place(step, slots)

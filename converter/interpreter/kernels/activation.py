@@ -90,8 +90,7 @@ def hardswish(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
 
 
 def mish(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (x * np.tanh(np.log(np.exp(x) + F32(1)))).astype(F32)
+    return (x * np.tanh(np.log(np.exp(x) + F32(1)))).astype(F32)
 
 
 def fused_activation_fn(activation_type: int, params):
@@ -143,15 +142,13 @@ def clip(p, weights, x, out=None):
 
 @kernel("ELU")
 def elu(p, weights, x):
-    with np.errstate(over="ignore"):
-        return np.where(x < 0, F32(p.alpha) * (np.exp(x) - F32(1)), x)
+    return np.where(x < 0, F32(p.alpha) * (np.exp(x) - F32(1)), x)
 
 
 @kernel("SELU")
 def selu(p, weights, x):
     alpha, lam = F32(p.alpha), F32(p["lambda"])
-    with np.errstate(over="ignore"):
-        return np.where(x < 0, (np.exp(x) - F32(1)) * (alpha * lam), x * lam)
+    return np.where(x < 0, (np.exp(x) - F32(1)) * (alpha * lam), x * lam)
 
 
 @kernel("Sigmoid", inplace=True)
@@ -162,8 +159,7 @@ def sigmoid_layer(p, weights, x, out=None):
 @kernel("Swish", inplace=True)
 def swish(p, weights, x, out=None):
     denominator = np.negative(x, out=empty(x.shape))
-    with np.errstate(over="ignore"):
-        np.exp(denominator, out=denominator)
+    np.exp(denominator, out=denominator)
     np.add(denominator, F32(1), out=denominator)
     result = np.divide(x, denominator, out=_output(x, out))
     recycle(denominator)
@@ -221,5 +217,4 @@ def unaryop(p, weights, x, out=None):
     op = UNARY.get(p.op_type)
     if op is None:
         fail(f"unknown UnaryOp op_type {p.op_type}")
-    with np.errstate(all="ignore"):
-        return op(x, out=_output(x, out)) if isinstance(op, np.ufunc) else op(x)
+    return op(x, out=_output(x, out)) if isinstance(op, np.ufunc) else op(x)

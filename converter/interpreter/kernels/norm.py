@@ -98,10 +98,9 @@ def reduction(p, weights, x):
         fail(f"unknown Reduction operation {p.operation}")
     axes = _reduced_axes(p, x)
     pre, reduce, post = _REDUCTIONS[p.operation]
-    with np.errstate(all="ignore"):
-        out = reduce(pre(x) if pre else x, axis=axes, keepdims=bool(p.keepdims))
-        if post:
-            out = post(out)
+    out = reduce(pre(x) if pre else x, axis=axes, keepdims=bool(p.keepdims))
+    if post:
+        out = post(out)
     coeff = F32(p.coeff)
     if p.operation == 3:   # mean
         coeff = coeff / F32(np.prod([x.shape[a] for a in axes]))

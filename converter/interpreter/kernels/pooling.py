@@ -79,8 +79,7 @@ def pooling(p, weights):
         if xp is not x:
             recycle(xp)
         if divisor is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                np.divide(out, divisor, out=out)
+            np.divide(out, divisor, out=out)
         return out
     return step
 
