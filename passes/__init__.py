@@ -12,6 +12,7 @@ from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
+from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_swish import fuse_swish
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
@@ -34,6 +35,8 @@ PIPELINE: list[Pass] = [
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims
     fix_broadcast,
+    # while constants are still tensor values, before they become MemoryData layers
+    fuse_innerproduct_bias,
     materialize_constants,
     eliminate_dead,
     # after dead readers are gone, so an activation is more often its producer's only reader

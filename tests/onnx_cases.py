@@ -108,3 +108,19 @@ def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W")):
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
         assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]})
+
+
+def ncnn_layer_types(converted) -> list[str]:
+    return [n.op for n in converted.graph.topological()]
+
+
+def check_interpreter_matches_ncnn(converted, model: onnx.ModelProto, tmp_path: Path) -> None:
+    """The saved files in the real ncnn and the interpreter agree on random inputs."""
+    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
+    converted.save(param, bin_)
+    io = converted.io()
+    feeds = {e["ncnn"]: to_ncnn(v, e) for e, v in zip(io["inputs"], random_inputs(model).values())}
+    outs = [e["ncnn"] for e in io["outputs"]]
+    real, ours = run_ncnn(param, bin_, feeds, outs), converted.run(feeds)
+    for name in outs:
+        np.testing.assert_allclose(ours[name], real[name], rtol=1e-5, atol=1e-5, err_msg=name)

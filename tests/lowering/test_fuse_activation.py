@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from converter.ncnn_runtime import run_ncnn
-from onnx_cases import check_in_ncnn, make_model, random_inputs, to_ncnn
+from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model
+from onnx_cases import ncnn_layer_types as layers
 
 RNG = np.random.default_rng(5)
 
@@ -23,26 +23,11 @@ def rand(*shape):
     return RNG.uniform(-1, 1, shape).astype(np.float32)
 
 
-def layers(converted):
-    return [n.op for n in converted.graph.topological()]
-
-
 def conv_model(activation: str, group: int = 1, extra_nodes=(), outputs=(("y", None),)):
     conv = helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1], group=group)
     inits = [("W", rand(4, 4 // group, 3, 3)), ("B", rand(4))] + CLIP_BOUNDS
     return make_model([conv, ACTIVATIONS[activation][0](), *extra_nodes], [("x", (1, 4, 7, 6))],
                       list(outputs), inits, opset=14)
-
-
-def check_interpreter_matches_ncnn(converted, model, tmp_path):
-    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
-    converted.save(param, bin_)
-    io = converted.io()
-    feeds = {e["ncnn"]: to_ncnn(v, e) for e, v in zip(io["inputs"], random_inputs(model).values())}
-    outs = [e["ncnn"] for e in io["outputs"]]
-    real, ours = run_ncnn(param, bin_, feeds, outs), converted.run(feeds)
-    for name in outs:
-        np.testing.assert_allclose(ours[name], real[name], rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
