@@ -1,6 +1,8 @@
 """BatchNorm, LayerNorm, Softmax and Reduction (axes in numpy order, as current ncnn)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import fail, kernel, shape_str
@@ -38,18 +40,23 @@ def _layernorm_group(p, x: np.ndarray) -> int:
 def layernorm(p, weights, x):
     n = _layernorm_group(p, x)
     axes = tuple(range(x.ndim - n, x.ndim))
-    size = int(np.prod(x.shape[x.ndim - n:]))
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=axes, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
-    out = (x64 - mean) / np.sqrt(var + np.float64(F32(p.eps)))
+    size = math.prod(x.shape[x.ndim - n:])
+    if p.affine and p.affine_size != size:
+        fail(f"LayerNorm affine_size {p.affine_size} does not match the {size} values "
+             f"ncnn normalizes together for shape {shape_str(x)}")
+    # ncnn's float32 formula: x * a + b with a = 1 / sqrt(var + eps), b = -mean * a
+    count = F32(size)
+    mean = np.add.reduce(x, axis=axes, keepdims=True) / count
+    centered = x - mean
+    var = np.add.reduce(np.square(centered, out=centered), axis=axes, keepdims=True) / count
+    a = F32(1) / np.sqrt(var + F32(p.eps))
+    out = x * a
+    out += -mean * a
     if p.affine:
-        if p.affine_size != size:
-            fail(f"LayerNorm affine_size {p.affine_size} does not match the {size} values "
-                 f"ncnn normalizes together for shape {shape_str(x)}")
         gamma, beta = (w.reshape(x.shape[x.ndim - n:]) for w in weights)
-        out = out * gamma + beta
-    return out.astype(F32)
+        out *= gamma
+        out += beta
+    return out
 
 
 @kernel("Softmax")
