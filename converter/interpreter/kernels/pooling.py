@@ -5,7 +5,7 @@ import numpy as np
 
 from ..buffers import empty, recycle
 from ..registry import fail, kernel, require_rank
-from .conv import pad_hw, same_pads, window_slices
+from .conv import output_extent, pad_hw, same_pads, window_slices
 
 F32 = np.float32
 MAX, AVG = 0, 1
@@ -75,7 +75,7 @@ def pooling(p, weights):
         xp = pad_hw(x, *pads, border)
         if region is not None:        # ncnn leaves the param pads out of sums, data or not
             xp = np.multiply(xp, region, out=xp if xp is not x else empty(xp.shape))
-        out = _reduce_windows(np.maximum if p.pooling_type == MAX else np.add, xp, p)
+        out = _max_windows(xp, p) if p.pooling_type == MAX else _reduce_windows(np.add, xp, p)
         if xp is not x:
             recycle(xp)
         if divisor is not None:
@@ -100,6 +100,23 @@ def _geometry(p, shape: tuple) -> tuple:
     cols = (np.arange(wb) >= p.pad_left) & (np.arange(wb) < wb - p.pad_right - wtail)
     region = (rows[:, None] & cols[None, :]).astype(F32)[None]
     return (top, bottom, left, right), region, _reduce_windows(np.add, region, p).copy()
+
+
+def _max_windows(x: np.ndarray, p) -> np.ndarray:
+    """The max of every kernel window, along w then along h: kw + kh whole-array ops
+    instead of kw * kh, and exact (the max does not depend on the order)."""
+    kh, kw, sh, sw = p.kernel_h, p.kernel_w, p.stride_h, p.stride_w
+    oh, ow = output_extent(x.shape[1], kh, sh), output_extent(x.shape[2], kw, sw)
+    rows = empty((x.shape[0], x.shape[1], ow))
+    np.copyto(rows, x[:, :, :(ow - 1) * sw + 1:sw])
+    for j in range(1, kw):
+        np.maximum(rows, x[:, :, j:j + (ow - 1) * sw + 1:sw], out=rows)
+    out = empty((x.shape[0], oh, ow))
+    np.copyto(out, rows[:, :(oh - 1) * sh + 1:sh])
+    for i in range(1, kh):
+        np.maximum(out, rows[:, i:i + (oh - 1) * sh + 1:sh], out=out)
+    recycle(rows)
+    return out
 
 
 def _reduce_windows(ufunc, x: np.ndarray, p) -> np.ndarray:
