@@ -9,7 +9,7 @@ indexes; passes change it only through the helpers here.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 import networkx as nx
@@ -169,6 +169,14 @@ class Graph:
         self.wiring.remove_node(node.name)
         del self.nodes[node.name]
         self._version += 1
+
+    def fold_into_producer(self, producer: Node, consumer: Node, **changes) -> Node:
+        """Replace `consumer` and its `producer` by one node: the producer (same name) with
+        `changes`, writing the consumer's outputs unless `changes` says otherwise."""
+        self.remove_node(consumer)
+        self.remove_node(producer)
+        fields = {"inputs": list(producer.inputs), "outputs": list(consumer.outputs), **changes}
+        return self.add_node(replace(producer, **fields))
 
     def replace_input(self, node: Node, slot: int, tensor: str) -> None:
         self._unlink(node.inputs[slot], node, slot)

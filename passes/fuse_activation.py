@@ -37,14 +37,11 @@ def fuse_activation(graph: Graph) -> dict:
         if (form is None or producer is None or producer.op not in PRODUCERS
                 or producer.params.get(ACTIVATION_TYPE, 0) != 0 or graph.use_count(act.inputs[0]) != 1):
             continue
-        graph.remove_node(act)
-        graph.remove_node(producer)
         params = dict(producer.params)
         params[ACTIVATION_TYPE] = form[0]
         if form[1]:
             params[ACTIVATION_PARAMS] = form[1]
-        graph.add_node(Node(producer.name, producer.op, list(producer.inputs), list(act.outputs),
-                            params=params, weights=producer.weights, ncnn=True, origin=producer.origin))
+        graph.fold_into_producer(producer, act, params=params)
         fused += 1
     if fused:
         graph.remove_unused_tensors()

@@ -69,10 +69,7 @@ def fuse_conv_batchnorm(graph: Graph) -> dict:
         inputs = FOLDERS[producer.op](graph, producer, *affine)
         if inputs is None:
             continue
-        graph.remove_node(bn)
-        graph.remove_node(producer)
-        graph.add_node(Node(producer.name, producer.op, inputs, [bn.outputs[0]], producer.attrs,
-                            origin=producer.origin))
+        graph.fold_into_producer(producer, bn, inputs=inputs, outputs=[bn.outputs[0]])
         fused += 1
     if fused:
         graph.remove_unused_tensors()

@@ -45,13 +45,9 @@ def fuse_innerproduct_bias(graph: Graph) -> dict:
                 break
         else:
             continue
-        graph.remove_node(add)
-        graph.remove_node(product)
         params = dict(product.params)
         params[1] = 1                                  # bias_term
-        graph.add_node(Node(product.name, product.op, list(product.inputs), list(add.outputs),
-                            params=params, weights=[product.weights[0], bias], ncnn=True,
-                            origin=product.origin))
+        graph.fold_into_producer(product, add, params=params, weights=[product.weights[0], bias])
         fused += 1
     if fused:
         graph.remove_unused_tensors()
