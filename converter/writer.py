@@ -111,9 +111,10 @@ def weight_bytes(node: Node, fp16: bool = False) -> bytes:
         flat = np.ascontiguousarray(data, dtype=np.float32).ravel()
         if flat.size != spec.count(params):
             raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")
-        if spec.tagged(params) and fp16:
+        tagged = spec.tagged(params)
+        if tagged and fp16:
             out += struct.pack("<I", FP16_FLAG) + flat.astype("<f2").tobytes()
-        elif spec.tagged(params):
+        elif tagged:
             out += struct.pack("<I", 0) + flat.astype("<f4").tobytes()
         else:
             out += flat.astype("<f4").tobytes()

@@ -75,7 +75,7 @@ def pooling(p, weights):
         xp = pad_hw(x, *pads, border)
         if region is not None:        # ncnn leaves the param pads out of sums, data or not
             xp = np.multiply(xp, region, out=xp if xp is not x else empty(xp.shape))
-        out = _max_windows(xp, p) if p.pooling_type == MAX else _reduce_windows(np.add, xp, p)
+        out = _max_windows(xp, p) if p.pooling_type == MAX else _sum_windows(xp, p)
         if xp is not x:
             recycle(xp)
         if divisor is not None:
@@ -99,7 +99,7 @@ def _geometry(p, shape: tuple) -> tuple:
     rows = (np.arange(hb) >= p.pad_top) & (np.arange(hb) < hb - p.pad_bottom - htail)
     cols = (np.arange(wb) >= p.pad_left) & (np.arange(wb) < wb - p.pad_right - wtail)
     region = (rows[:, None] & cols[None, :]).astype(F32)[None]
-    return (top, bottom, left, right), region, _reduce_windows(np.add, region, p).copy()
+    return (top, bottom, left, right), region, _sum_windows(region, p).copy()
 
 
 def _max_windows(x: np.ndarray, p) -> np.ndarray:
@@ -119,13 +119,14 @@ def _max_windows(x: np.ndarray, p) -> np.ndarray:
     return out
 
 
-def _reduce_windows(ufunc, x: np.ndarray, p) -> np.ndarray:
-    """ufunc-reduce every kernel window, one whole-array op per kernel tap."""
+def _sum_windows(x: np.ndarray, p) -> np.ndarray:
+    """The sum of every kernel window, one whole-array add per kernel tap in ncnn's order
+    (row by row), so the float rounding follows ncnn's."""
     out = None
     for _, _, tap in window_slices(x, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w):
         if out is None:
             out = empty(tap.shape)
             np.copyto(out, tap)
         else:
-            ufunc(out, tap, out=out)
+            np.add(out, tap, out=out)
     return out
