@@ -16,21 +16,27 @@ def pool_every_size(monkeypatch):
     monkeypatch.setattr(buffers, "POOL_MIN_FLOATS", 0)
 
 
-def relu_chain(n_layers: int) -> Graph:
+def layer_chain(n_layers: int, op: str, params: dict, weights=(), stem: str = "b") -> Graph:
+    """Input x, then n layers of one kind, each reading the last: blobs {stem}0..{stem}n-1."""
     g = Graph("chain")
     add(g, "data", "Input", [], ["x"])
     g.inputs = ["x"]
     blob = "x"
     for i in range(n_layers):
-        add(g, f"l{i}", "BinaryOp", [blob], [f"b{i}"], ids("BinaryOp", op_type=0, with_scalar=1, b=1.0))
-        blob = f"b{i}"
+        add(g, f"{stem}{i}", op, [blob], [f"{stem}{i}"], dict(params), weights)
+        blob = f"{stem}{i}"
     g.outputs = [blob]
     return g
 
 
+def add_one_chain(n_layers: int) -> Graph:
+    """BinaryOp +1 layers: each may run in place over the blob before it."""
+    return layer_chain(n_layers, "BinaryOp", ids("BinaryOp", op_type=0, with_scalar=1, b=1.0))
+
+
 def test_a_later_run_never_overwrites_earlier_results_or_feeds():
     from converter.interpreter import Plan
-    graph = relu_chain(6)
+    graph = add_one_chain(6)
     plan = Plan(graph, None, ["x"])
     first_feed = np.zeros((4, 64, 64), np.float32)
     first = plan.run({"x": first_feed})["b5"]
@@ -42,16 +48,8 @@ def test_a_later_run_never_overwrites_earlier_results_or_feeds():
 
 def conv_chain(n_layers: int) -> Graph:
     """1x1 convolutions: each writes fresh memory, so every intermediate is released."""
-    g = Graph("convs")
-    add(g, "data", "Input", [], ["x"])
-    g.inputs = ["x"]
-    blob = "x"
-    for i in range(n_layers):
-        add(g, f"c{i}", "Convolution", [blob], [f"c{i}"],
-            ids("Convolution", num_output=4, kernel_w=1, weight_data_size=16), [np.eye(4) * 0.5])
-        blob = f"c{i}"
-    g.outputs = [blob]
-    return g
+    return layer_chain(n_layers, "Convolution", ids("Convolution", num_output=4, kernel_w=1, weight_data_size=16),
+                       [np.eye(4) * 0.5], stem="c")
 
 
 def test_intermediate_memory_is_reused_across_runs():
@@ -68,7 +66,7 @@ def test_intermediate_memory_is_reused_across_runs():
 
 def test_element_wise_chain_runs_in_one_buffer_and_leaves_the_feed_alone():
     from converter.interpreter import Plan
-    plan = Plan(relu_chain(6), None, ["x"])
+    plan = Plan(add_one_chain(6), None, ["x"])
     feed = np.zeros((4, 64, 64), np.float32)
     out = plan.run({"x": feed})["b5"]
     np.testing.assert_array_equal(out, 6)
