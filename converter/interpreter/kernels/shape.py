@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...expression import ExpressionError, count_blobs, count_terms, evaluate
 from ..registry import extents, fail, kernel, shape_str
 
 F32 = np.float32
@@ -160,22 +161,31 @@ def crop(p, weights, x, reference=None):
 @kernel("Reshape", prepare=True)
 def reshape(p, weights):
     """The x86 runtime's Reshape: a 1-D target always flattens; 0 copies the input's
-    extent of the same name (w, h, d, c), -1 is inferred; a -233 ends the shape."""
+    extent of the same name (w, h, d, c), -1 is inferred; a -233 ends the shape.
+
+    With `shape_expr` the extents come from the expression, evaluated on the shapes of
+    all input blobs (the first is the data; the others are only read for their shape)."""
     if p.shape_expr:
-        fail("Reshape shape expressions are not supported by the interpreter")
-    ndim = 4                       # ncnn's rule: the first -233 among w, h, c (and d) ends the shape
-    for count, value in ((3, p.d), (2, p.c), (1, p.h), (0, p.w)):
-        if value == AUTO:
-            ndim = count
+        try:
+            ndim = count_terms(p.shape_expr)
+        except ExpressionError as exc:
+            fail(f"Reshape shape_expr: {exc}")
+        if ndim > 4:
+            fail(f"Reshape shape_expr {p.shape_expr!r} has {ndim} extents; ncnn holds at most 4")
+    else:
+        ndim = 4                   # ncnn's rule: the first -233 among w, h, c (and d) ends the shape
+        for count, value in ((3, p.d), (2, p.c), (1, p.h), (0, p.w)):
+            if value == AUTO:
+                ndim = count
     if ndim == 0:
         fail("Reshape with w=-233 produces no blob in ncnn")
-    if ndim == 1:
-        return lambda x: x.reshape(-1)
-    names = {2: "wh", 3: "whc", 4: "whdc"}[ndim]
-    given = [p[n] for n in names]
-    targets: dict[tuple, tuple] = {}           # input shape -> output shape, worked out once
+    names = {1: "w", 2: "wh", 3: "whc", 4: "whdc"}[ndim]
+    fixed = [p[n] for n in names]
+    targets: dict[tuple, tuple] = {}           # input shapes -> output shape, worked out once
 
-    def target(x: np.ndarray) -> tuple:
+    def target(x: np.ndarray, given: list[int]) -> tuple:
+        if ndim == 1:
+            return (x.size,)
         ext = extents(x)
         out = [ext[n] if v == 0 else v for n, v in zip(names, given)]
         if out.count(-1) == 1:
@@ -185,10 +195,23 @@ def reshape(p, weights):
             fail(f"Reshape to {dict(zip(names, given))} cannot hold the {x.size} values of {shape_str(x)}")
         return tuple(reversed(out))
 
-    def step(x):
-        shape = targets.get(x.shape)
+    def given_by_expression(xs) -> list[int]:
+        try:
+            return evaluate(p.shape_expr, [x.shape for x in xs])
+        except ExpressionError as exc:
+            fail(f"Reshape shape_expr: {exc}")
+
+    one_blob_only = not p.shape_expr or count_blobs(p.shape_expr) <= 1
+
+    def step(x, *refs):
+        if refs and one_blob_only:
+            fail("Reshape reads only its first blob, but has more inputs: the real ncnn refuses "
+                 "to load it (invalid bottom_count for one_blob_only layer)")
+        key = (x.shape, *(r.shape for r in refs)) if refs else x.shape
+        shape = targets.get(key)
         if shape is None:
-            shape = targets[x.shape] = target(x)
+            given = given_by_expression((x, *refs)) if p.shape_expr else fixed
+            shape = targets[key] = target(x, given)
         return x.reshape(shape)
     return step
 
