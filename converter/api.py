@@ -81,6 +81,7 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     from passes.fix_broadcast import fix_broadcast
     graph = load_onnx(model, input_shapes)
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
+    stats["warnings"] = list(graph.warnings)
     return NcnnModel(graph, stats)
 
 

@@ -39,6 +39,8 @@ def _input_shapes(items: list[str] | None) -> dict[str, list[int]]:
 def cmd_convert(args) -> int:
     from .api import convert, output_paths
     model = convert(args.model, _input_shapes(args.input_shape))
+    for warning in model.stats.get("warnings", []):
+        print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     param, bin_ = output_paths(args.model, args.output_dir)
     try:
         model.save(param, bin_, fp16=args.fp16)

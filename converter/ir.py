@@ -91,6 +91,7 @@ class Graph:
         self._version = 0                        # bumped by every wiring change
         self._topo_cache: tuple[int, list[Node]] | None = None
         self.opset = 13
+        self.warnings: list[str] = []    # one line each, for the user (e.g. checker complaints)
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

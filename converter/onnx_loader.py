@@ -103,24 +103,86 @@ def _dtype_of(type_proto: onnx.TypeProto) -> np.dtype:
     return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else np.dtype(np.float32)
 
 
-def prepare_model(model, input_shapes: dict[str, list[int]] | None = None) -> onnx.ModelProto:
-    """Read, check, upgrade old opsets, fix input shapes, infer shapes; the caller's proto is not changed."""
-    proto, path = read_model(model)
-    where = path or "model"
+def _loads_in_onnxruntime(proto: onnx.ModelProto) -> bool:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception:
+        return False
+    return True
+
+
+def _check(proto: onnx.ModelProto, where) -> list[str]:
+    """onnx's checker; a complaint onnxruntime tolerates is a warning, not an error."""
     try:
         onnx.checker.check_model(proto)
     except Exception as exc:
-        raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
+        if not _loads_in_onnxruntime(proto):
+            raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
+        return [f"{where}: onnx's checker complains, onnxruntime loads it: {_first_line(exc)}"]
+    return []
+
+
+def _forget_declared_shapes(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Exporters declare dims of -1 or 0 for dynamic ones, outputs without shapes, and sometimes
+    wrong output shapes. Inputs keep their dims (-1/0 become unknown); intermediate and output
+    shapes are inferred anew. Returns the declared output types, a fallback where inference
+    finds nothing."""
+    for vi in proto.graph.input:
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value <= 0:
+                dim.Clear()
+    declared = {}
+    for vi in proto.graph.output:
+        declared[vi.name] = onnx.TypeProto.FromString(vi.type.SerializeToString())
+        if vi.type.tensor_type.HasField("shape"):
+            vi.type.tensor_type.ClearField("shape")
+    del proto.graph.value_info[:]
+    return declared
+
+
+def _restore_declared(proto: onnx.ModelProto, declared: dict[str, onnx.TypeProto]) -> None:
+    for vi in proto.graph.output:
+        old = declared.get(vi.name)
+        if old is None:
+            continue
+        if not vi.type.tensor_type.elem_type and old.tensor_type.elem_type:
+            vi.type.tensor_type.elem_type = old.tensor_type.elem_type
+        if not vi.type.tensor_type.HasField("shape") and old.tensor_type.HasField("shape"):
+            vi.type.tensor_type.shape.CopyFrom(old.tensor_type.shape)
+            for dim in vi.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value <= 0:
+                    dim.Clear()
+
+
+def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
+                  warnings: list[str] | None = None) -> onnx.ModelProto:
+    """Read, check, upgrade old opsets, fix input shapes, infer shapes; the caller's proto is not changed.
+
+    Checker complaints that onnxruntime tolerates are appended to `warnings`."""
+    proto, path = read_model(model)
+    where = path or "model"
+    found = _check(proto, where)
+    if warnings is not None:
+        warnings.extend(found)
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    declared = _forget_declared_shapes(proto)
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _apply_input_shapes(proto, input_shapes or {})
     try:
-        return shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
+        proto = shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
     except Exception as exc:
         raise ConversionError(f"shape inference failed on {where}: {_first_line(exc)}")
+    _restore_declared(proto, declared)
+    return proto
 
 
 def load_onnx(model, input_shapes: dict[str, list[int]] | None = None) -> Graph:
-    graph = build_graph(prepare_model(model, input_shapes))
+    warnings: list[str] = []
+    graph = build_graph(prepare_model(model, input_shapes, warnings))
+    graph.warnings = warnings
     assign_batch_axes(graph)
     return graph
 

@@ -14,6 +14,7 @@ from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_swish import fuse_swish
+from .infer_shapes import infer_shapes
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
@@ -25,6 +26,8 @@ PIPELINE: list[Pass] = [
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
+    # folded shape chains let onnx's inference fill shapes it could not see at load time
+    infer_shapes,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     fuse_swish,

@@ -1,0 +1,93 @@
+"""Infer shapes again once constants are folded, refresh batch axes, fold what that makes constant.
+
+Shape inference at load time cannot see through shape arithmetic it does not
+propagate (exporters' Shape -> Cast -> Slice -> Cast -> Concat chains feeding a
+Reshape), so such outputs arrive with no shape. After fold_constants those
+chains are constants, and one more run of onnx's shape inference on the
+remaining ONNX nodes fills the gaps. Only unknown extents and ranks are filled
+in; a known extent is never changed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+from converter.batch_axis import assign_batch_axes
+from converter.ir import Graph, Tensor
+
+
+def _value_info(t: Tensor) -> onnx.ValueInfoProto:
+    elem = helper.np_dtype_to_tensor_dtype(t.dtype) if t.dtype != np.dtype(object) else onnx.TensorProto.FLOAT
+    shape = None if t.shape is None else [d if d is not None else f"unk_{i}" for i, d in enumerate(t.shape)]
+    return helper.make_tensor_value_info(t.name, elem, shape)
+
+
+def _attribute(value):
+    return numpy_helper.from_array(value) if isinstance(value, np.ndarray) else value
+
+
+def _as_model(graph: Graph) -> onnx.ModelProto | None:
+    nodes = [n for n in graph.topological() if not n.ncnn]
+    if not nodes:
+        return None
+    used = {i for n in nodes for i in n.inputs if i}
+    constants = [numpy_helper.from_array(graph.tensors[t].value, t) for t in sorted(used)
+                 if t in graph.tensors and graph.tensors[t].is_constant]
+    protos = [helper.make_node(n.op, n.inputs, n.outputs, name=n.name,
+                               **{k: _attribute(v) for k, v in n.attrs.items()}) for n in nodes]
+    inputs = [_value_info(graph.tensors[t]) for t in graph.inputs]
+    outputs = [helper.make_value_info(t, onnx.TypeProto()) for t in graph.outputs]
+    model = helper.make_model(helper.make_graph(protos, graph.name, inputs, outputs, constants),
+                              opset_imports=[helper.make_opsetid("", graph.opset)])
+    model.ir_version = min(model.ir_version, 10)
+    return model
+
+
+def _merge(old: tuple | None, new: tuple) -> tuple:
+    if old is None or len(old) != len(new):
+        return new if old is None else old
+    return tuple(o if o is not None else n for o, n in zip(old, new))
+
+
+MAX_ROUNDS = 8    # each round is linear; real exports need 1-2 (a shape read from a reshaped tensor)
+
+
+def infer_shapes(graph: Graph) -> dict:
+    """Infer, then fold the Shape nodes that newly known extents make constant; repeat while that helps."""
+    from .fold_constants import fold_constants
+    stats = {"shapes_filled": 0}
+    for _ in range(MAX_ROUNDS):
+        filled = _infer_once(graph)
+        stats["shapes_filled"] += filled
+        if not filled or not fold_constants(graph)["folded"]:
+            break
+    return stats
+
+
+def _infer_once(graph: Graph) -> int:
+    missing = [t for t in graph.tensors.values() if not t.is_constant and (t.shape is None or None in t.shape)]
+    if not missing:
+        return 0
+    model = _as_model(graph)
+    if model is None:
+        return 0
+    try:
+        inferred = shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:      # inference is a bonus here: what it cannot do stays unknown
+        return 0
+    found = {}
+    for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            found[vi.name] = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                   for d in tt.shape.dim)
+    filled = 0
+    for t in missing:
+        if t.name in found:
+            merged = _merge(t.shape, found[t.name])
+            filled += merged != t.shape
+            t.shape = merged
+    if filled:
+        assign_batch_axes(graph)
+    return filled

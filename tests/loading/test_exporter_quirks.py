@@ -1,0 +1,90 @@
+"""Exporters' quirks are normal input: whatever onnxruntime loads converts and runs right in ncnn."""
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from converter import convert
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn
+
+CONV_W = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+
+
+def conv_relu_model(input_dims, output_type):
+    """Conv + Relu with the given input dims (ints, -1, 0 or names) and output ValueInfo."""
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+        "quirks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_dims)], [output_type],
+        [onnx.numpy_helper.from_array(CONV_W, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_output_without_type_or_shape(tmp_path):
+    model = conv_relu_model([1, 3, 6, 5], onnx.ValueInfoProto(name="y"))
+    check_in_ncnn(model, tmp_path)
+
+
+def test_declared_minus_one_dims_are_dynamic(tmp_path):
+    """Paddle writes -1 for dynamic dims: the batch defaults to 1, H and W stay dynamic."""
+    model = conv_relu_model([-1, 3, -1, -1], helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4, -1, -1]))
+    converted = convert(model)
+    assert converted.io()["inputs"][0]["onnx_shape"] == [1, 3, None, None]
+    fixed = conv_relu_model([1, 3, "H", "W"], helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    assert_one_file_many_sizes(fixed, tmp_path, [(6, 5), (9, 12)])
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 3, 7, 4)).astype(np.float32)}
+    check_in_ncnn(model, tmp_path, feeds=feeds)
+
+
+def test_zero_dim_is_dynamic():
+    model = conv_relu_model([1, 3, 0, "W"], onnx.ValueInfoProto(name="y"))
+    assert convert(model).io()["inputs"][0]["onnx_shape"] == [1, 3, None, None]
+
+
+def test_wrong_declared_output_shape_is_ignored(tmp_path):
+    model = conv_relu_model([1, 3, 6, 5], helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 9, 2, 2]))
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.io()["outputs"][0]["onnx_shape"] == [1, 4, 6, 5]
+
+
+def test_checker_complaint_onnxruntime_tolerates_is_a_warning(tmp_path):
+    model = conv_relu_model([1, 3, 6, 5], onnx.ValueInfoProto(name="y"))
+    model.graph.name = ""           # the checker wants a graph name; onnxruntime does not care
+    converted = check_in_ncnn(model, tmp_path)
+    assert len(converted.stats["warnings"]) == 1 and "checker" in converted.stats["warnings"][0]
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = subprocess.run([sys.executable, "-m", "converter", "convert", str(path), "-o", str(tmp_path / "o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("onnx2ncnn: warning:")
+    assert (tmp_path / "o" / "m.ncnn.param").is_file()
+
+
+def test_shape_chain_hidden_from_load_time_inference(tmp_path):
+    """Shape -> Cast(int32) -> Slice -> Cast(int64) -> Concat -> Reshape, as paddle2onnx writes it:
+    onnx's inference cannot see the Reshape's output shape until the chain is folded."""
+    i64 = lambda name, v: onnx.numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["x"], ["p"]),
+        helper.make_node("Shape", ["p"], ["s"]),
+        helper.make_node("Cast", ["s"], ["s32"], to=TensorProto.INT32),
+        helper.make_node("Slice", ["s32", "zero", "one", "zero"], ["n32"]),
+        helper.make_node("Cast", ["n32"], ["n"], to=TensorProto.INT64),
+        helper.make_node("Concat", ["n", "three"], ["target"], axis=0),
+        helper.make_node("Reshape", ["p", "target"], ["r"]),
+        helper.make_node("MatMul", ["r", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, -1, -1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 2])],
+        [i64("zero", [0]), i64("one", [1]), i64("three", [3]),
+         onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    feeds = {"x": np.random.default_rng(2).standard_normal((1, 3, 5, 4)).astype(np.float32)}
+    converted = check_in_ncnn(model, tmp_path, feeds=feeds)
+    assert converted.stats["shapes_filled"] >= 1
