@@ -1,9 +1,10 @@
 """Speed of the interpreter against onnxruntime and the real ncnn runtime, measured in one run.
 
 Usage: python scripts/bench.py [--repeat N] [--input-shape NAME=DIMS] [MODEL ...]
-(default: every bundled model)
-Prints per-model medians (ms) and the ratios interpreter/onnxruntime and
-interpreter/ncnn. Both runtimes use 2 threads. This machine is shared and
+(default: every bundled model, then the real YOLOv8n and PP-OCRv4 det; a MODEL is a
+path or a name from scripts/fetch_models.py)
+Prints the conversion time, per-model medians (ms) and the ratios
+interpreter/onnxruntime and interpreter/ncnn. Both runtimes use 2 threads. This machine is shared and
 noisy: read ratios, not absolute times, and never assert them in a test.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ from converter.verify import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
 
 THREADS = 2
+# real models benchmarked by default, at the size their package feeds them
+REAL_MODELS = {"yolov8n_320": {"images": [1, 3, 320, 320]}, "ppocrv4_det": {"x": [1, 3, 640, 640]}}
 
 
 ROUNDS = 5
@@ -47,11 +50,13 @@ def medians_ms(runners: list, repeat: int) -> list[float]:
     return [statistics.median(samples) for samples in times]
 
 
-def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tuple[float, float, float]:
+def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tuple[float, float, float, float]:
     import ncnn
     import onnxruntime as ort
+    start = time.perf_counter()
     proto = prepare_model(path, input_shapes)
     model = convert(proto)
+    t_convert = time.perf_counter() - start
     feeds = make_inputs(proto, model.graph, {}, seed=0)
     options = ort.SessionOptions()
     options.intra_op_num_threads = THREADS
@@ -80,7 +85,7 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
         # NcnnModel.run reuses its execution plan, as a user's loop would
         t_ort, t_interp, t_ncnn = medians_ms([lambda: session.run(None, feeds), lambda: model.run(ncnn_feeds),
                                               run_ncnn], repeat)
-    return t_ort, t_interp, t_ncnn
+    return t_convert, t_ort, t_interp, t_ncnn
 
 
 def main() -> None:
@@ -90,14 +95,17 @@ def main() -> None:
     parser.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
                         help="fix a dynamic input's shape (e.g. input=1,3,224,224), as in convert")
     args = parser.parse_args()
+    from scripts.fetch_models import MODELS, fetch
     shapes = dict(parse_dims(t) for t in args.input_shape or [])
-    paths = [Path(m) for m in args.models] or sorted((ROOT / "models").glob("*.onnx"))
-    print(f"{'model':<20} {'onnxruntime ms':>15} {'interp ms':>10} {'ncnn ms':>8} "
+    names = args.models or [*sorted(str(p) for p in (ROOT / "models").glob("*.onnx")), *REAL_MODELS]
+    print(f"{'model':<20} {'convert s':>9} {'onnxruntime ms':>15} {'interp ms':>10} {'ncnn ms':>8} "
           f"{'interp/ort':>11} {'interp/ncnn':>12}")
-    for path in paths:
-        t_ort, t_interp, t_ncnn = bench_model(path, args.repeat, shapes)
-        print(f"{path.stem:<20} {t_ort:>15.3f} {t_interp:>10.3f} {t_ncnn:>8.3f} "
-              f"{t_interp / t_ort:>11.2f} {t_interp / t_ncnn:>12.2f}")
+    for name in names:
+        path = fetch(name) if name in MODELS else Path(name)
+        given = shapes or REAL_MODELS.get(name)
+        t_convert, t_ort, t_interp, t_ncnn = bench_model(path, args.repeat, given)
+        print(f"{Path(name).stem:<20} {t_convert:>9.2f} {t_ort:>15.3f} {t_interp:>10.3f} {t_ncnn:>8.3f} "
+              f"{t_interp / t_ort:>11.2f} {t_interp / t_ncnn:>12.2f}", flush=True)
 
 
 if __name__ == "__main__":
