@@ -12,6 +12,7 @@ from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
+from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_swish import fuse_swish
 from .infer_shapes import infer_shapes
@@ -31,6 +32,7 @@ PIPELINE: list[Pass] = [
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     fuse_swish,
+    fuse_hardswish,
     fuse_gelu,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
