@@ -11,7 +11,7 @@ import numpy as np
 from ..batch_axis import broadcast as broadcast_batch_axis
 from ..ir import Graph, Node, Tensor
 from ..shapes import broadcast_shapes
-from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED
+from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor
 
@@ -44,9 +44,43 @@ def _check_float(graph: Graph, node: Node) -> None:
                                     "in float only (integer math must fold to constants)")
 
 
+# Pow by these constant exponents as UnaryOps: ncnn's SIMD pow is exp(b*log(a)), garbage for
+# any base <= 0 (x86, measured), while (x - mean)**2 in exported norms has negative bases
+POW_AS_UNARY = {2.0: ["square"], 0.5: ["sqrt"], -0.5: ["rsqrt"], -1.0: ["reciprocal"],
+                4.0: ["square", "square"], -2.0: ["square", "reciprocal"]}
+
+
+def _pow_by_constant(graph: Graph, node: Node) -> list[Node] | None:
+    """x ** c as UnaryOps (and one BinaryOp mul for c = 3), where c allows it; else None."""
+    exponent = _scalar(graph, node.inputs[1])
+    x, out = node.inputs[0], node.outputs[0]
+    if exponent is None or graph.tensors[x].shape != graph.tensors[out].shape:
+        return None
+    if exponent == 1.0:
+        return [layer(node, graph, "Noop", [x], [out])]
+    if exponent == 3.0:
+        squared = new_tensor(graph, f"{out}_sq", graph.tensors[x].shape, graph.tensors[x].batch_axis)
+        return [layer(node, graph, "UnaryOp", [x], [squared], {0: UNARY_OPS["square"]}, suffix="_sq"),
+                layer(node, graph, "BinaryOp", [squared, x], [out], {0: BINARY_OPS["mul"]})]
+    steps = POW_AS_UNARY.get(exponent)
+    if steps is None:
+        return None
+    layers, acc = [], x
+    for k, name in enumerate(steps):
+        step_out = out if k == len(steps) - 1 else new_tensor(graph, f"{out}_{name}", graph.tensors[x].shape,
+                                                             graph.tensors[x].batch_axis)
+        layers.append(layer(node, graph, "UnaryOp", [acc], [step_out], {0: UNARY_OPS[name]}, suffix=f"_{k}"))
+        acc = step_out
+    return layers
+
+
 @lowers(*BINARY)
 def elementwise(graph: Graph, node: Node) -> list[Node]:
     _check_float(graph, node)
+    if node.op == "Pow":
+        as_unary = _pow_by_constant(graph, node)
+        if as_unary is not None:
+            return as_unary
     op = BINARY_OPS[BINARY[node.op]]
     out = node.outputs[0]
     inputs = [i for i in node.inputs if i]

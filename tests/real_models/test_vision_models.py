@@ -21,3 +21,9 @@ def test_light_squeezenet_in_real_ncnn(tmp_path):
 def test_ppocr_mobile_cls_two_widths_from_one_file(tmp_path):
     """paddle2onnx declares the batch as -1 and H, W as '?': one conversion serves both widths."""
     check_real_model("ppocr_mobile_cls", [{"x": [1, 3, 48, 192]}, {"x": [1, 3, 48, 160]}], tmp_path)
+
+
+def test_ppocrv4_rec_fixed_width(tmp_path):
+    """Its LayerNorms square (x - mean) with Pow: lowered as UnaryOp square, not ncnn's SIMD pow."""
+    shape = {"x": [1, 3, 48, 320]}
+    check_real_model("ppocrv4_rec", [shape], tmp_path, input_shapes=shape)

@@ -41,10 +41,23 @@ def _result_shape(a, b) -> tuple:
     return np.broadcast_shapes(a.shape, b.shape)
 
 
+POW = 6
+
+
+def _check_pow_base(base) -> None:
+    """ncnn's SIMD pow is exp(b * log(a)): any base <= 0 in a vector lane comes out as garbage
+    (2.4e38 on x86 even for 0**2 or (-2)**2; measured); only the scalar tail uses powf."""
+    if np.any(np.asarray(base) <= 0):
+        fail("BinaryOp pow with a base <= 0: the real ncnn computes garbage there "
+             "(its SIMD pow is exp(b*log(a)))")
+
+
 def binary(op_type: int, a, b, out: np.ndarray | None = None):
     """op(a, b) with numpy broadcasting; written into `out` when given and of the result's shape."""
     if op_type in _SWAPPED:
         op_type, a, b = _SWAPPED[op_type], b, a
+    if op_type == POW:
+        _check_pow_base(a)
     op = _FORWARD.get(op_type)
     if op is None:
         fail(f"unknown BinaryOp op_type {op_type}")
