@@ -20,7 +20,7 @@ from .api import NcnnModel, convert
 from .ir import ConversionError, Graph, Tensor
 from .onnx_loader import prepare_model
 
-DEFAULT_DYNAMIC_EXTENT = 16     # used for a dynamic input extent nobody fixed
+DEFAULT_DYNAMIC_EXTENT = 64     # a dynamic extent nobody fixed: room for a stride-32 backbone
 BACKENDS = ("interp", "ncnn", "both")
 
 
