@@ -153,7 +153,9 @@ layer("Crop", (0, "woffset", INT, 0), (1, "hoffset", INT, 0), (13, "doffset", IN
       (15, "doffset2", INT, 0), (8, "coffset2", INT, 0), (9, "starts", INTS, ()),
       (10, "ends", INTS, ()), (11, "axes", INTS, ()))
 layer("Reshape", (0, "w", INT, -233), (1, "h", INT, -233), (11, "d", INT, -233),
-      (2, "c", INT, -233), (6, "shape_expr", STR, ""))
+      (2, "c", INT, -233), (6, "shape_expr", STR, ""),
+      # recent ncnn (NCNN_BATCH): where the batch axis sits in the input / output shape
+      (12, "input_batch_axis", INT, 233), (13, "output_batch_axis", INT, 233))
 layer("Flatten")
 layer("Permute", (0, "order_type", INT, 0))
 layer("Padding", (0, "top", INT, 0), (1, "bottom", INT, 0), (2, "left", INT, 0),
