@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -72,11 +74,47 @@ def _npy_inputs(items: list[str] | None) -> dict[str, np.ndarray]:
     return arrays
 
 
+class Progress:
+    """Stage lines on stderr once a run has taken more than `after` seconds: a timer shows
+    the stage under way when that time passes, and every later stage as it starts."""
+
+    def __init__(self, after: float = 2.0, stream=None):
+        self.start, self.after, self.stream = time.monotonic(), after, stream or sys.stderr
+        self.pending: str | None = None
+        self.shown = False
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(after, self._show_if_slow)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def __call__(self, stage: str) -> None:
+        with self.lock:
+            self.pending = stage
+        self._show_if_slow()
+
+    def _show_if_slow(self) -> None:
+        with self.lock:
+            elapsed = time.monotonic() - self.start
+            if self.pending and (self.shown or elapsed >= self.after):
+                print(f"verify: {self.pending} ({elapsed:.1f} s)", file=self.stream, flush=True)
+                self.pending, self.shown = None, True
+
+    def done(self) -> None:
+        self.timer.cancel()
+        if self.shown:
+            self("done")
+
+
 def cmd_verify(args) -> int:
     from .verify import verify
+    from .verify_report import text_table, write_report
+    progress = Progress()
     report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
                     seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
-                    broadcast_fix=not args.no_broadcast_fix)
+                    broadcast_fix=not args.no_broadcast_fix, progress=progress)
+    progress.done()
+    if args.report:
+        write_report(report, args.report, title=f"onnx2ncnn verify {args.model}")
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -86,6 +124,8 @@ def cmd_verify(args) -> int:
             status = "ok  " if o.passed else "FAIL"
             figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
             print(f"  {status} {o.backend:6} {o.name}: {figures}")
+        for line in text_table(report.layers):
+            print(line)
         for d in report.divergences:
             print(f"  {d.describe()}")
         print("PASSED" if report.passed else "FAILED")
@@ -131,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
     ver.add_argument("--json", action="store_true")
+    ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
+                     "chart as a self-contained HTML page (or .png, with matplotlib)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")

@@ -153,7 +153,9 @@ layer("Crop", (0, "woffset", INT, 0), (1, "hoffset", INT, 0), (13, "doffset", IN
       (15, "doffset2", INT, 0), (8, "coffset2", INT, 0), (9, "starts", INTS, ()),
       (10, "ends", INTS, ()), (11, "axes", INTS, ()))
 layer("Reshape", (0, "w", INT, -233), (1, "h", INT, -233), (11, "d", INT, -233),
-      (2, "c", INT, -233), (6, "shape_expr", STR, ""))
+      (2, "c", INT, -233), (6, "shape_expr", STR, ""),
+      # recent ncnn (NCNN_BATCH): where the batch axis sits in the input / output shape
+      (12, "input_batch_axis", INT, 233), (13, "output_batch_axis", INT, 233))
 layer("Flatten")
 layer("Permute", (0, "order_type", INT, 0))
 layer("Padding", (0, "top", INT, 0), (1, "bottom", INT, 0), (2, "left", INT, 0),
@@ -208,3 +210,20 @@ UNARY_OPS = {"abs": 0, "neg": 1, "floor": 2, "ceil": 3, "square": 4, "sqrt": 5, 
              "atan": 14, "reciprocal": 15, "tanh": 16, "log10": 17, "round": 18, "trunc": 19,
              "sign": 20, "expm1": 21, "sinh": 22, "asinh": 23, "cosh": 24, "acosh": 25, "atanh": 26,
              "log1p": 27}
+
+# ---- attention (pnnx writes these for transformer models) ----
+_MHA_EMBED = lambda p: p.embed_dim  # noqa: E731
+layer("MultiHeadAttention", (0, "embed_dim", INT, 0), (1, "num_heads", INT, 1),
+      (2, "weight_data_size", INT, 0), (3, "kdim", INT, "embed_dim"), (4, "vdim", INT, "embed_dim"),
+      (5, "attn_mask", INT, 0), (6, "scale", FLOAT, None), (7, "kv_cache", INT, 0),
+      (18, "quantize_term", INT, 0),
+      weights=(WeightSpec("q_weight", _numel("weight_data_size"), flagged=True),
+               WeightSpec("q_bias", _MHA_EMBED),
+               WeightSpec("k_weight", _numel("embed_dim", "kdim"), flagged=True),
+               WeightSpec("k_bias", _MHA_EMBED),
+               WeightSpec("v_weight", _numel("embed_dim", "vdim"), flagged=True),
+               WeightSpec("v_bias", _MHA_EMBED),
+               WeightSpec("out_weight", _numel("weight_data_size"), flagged=True),
+               WeightSpec("out_bias", lambda p: p.weight_data_size // max(p.embed_dim, 1))))
+layer("SDPA", (5, "attn_mask", INT, 0), (6, "scale", FLOAT, 0.0), (7, "kv_cache", INT, 0),
+      (18, "int8_scale_term", INT, 0))

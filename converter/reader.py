@@ -210,15 +210,11 @@ def parse_param(text: str, source: str = "<param>") -> list[LayerRecord]:
         raise fail_at(counts_line)("layer and blob counts must be positive (ncnn rejects an empty model)")
 
     records: list[LayerRecord] = []
-    layer_names: set[str] = set()
     produced: set[str] = set()
     for lineno, line in lines[2:]:
         fail = fail_at(lineno)
         record = _parse_layer(_TOKEN.findall(line), fail)
         record.line = lineno
-        if record.name in layer_names:
-            raise fail(f"layer name {record.name!r} is used twice")
-        layer_names.add(record.name)
         for blob in record.inputs:
             if blob not in produced:
                 raise fail(f"layer {record.name!r} uses blob {blob!r} before any layer produces it")
@@ -313,16 +309,34 @@ def read_param(param_path: str | Path) -> list[LayerRecord]:
     return parse_param(text, str(path))
 
 
+def _unique_layer_names(records: list[LayerRecord]) -> list[str]:
+    """Layer names for the Graph, which keys nodes by name. ncnn never checks layer names
+    (blobs bind layers) and pnnx repeats `splitncnn_0`: a repeat gets `@<line>` appended."""
+    taken = {r.name for r in records}
+    seen: set[str] = set()
+    names = []
+    for record in records:
+        name = record.name
+        if name in seen:
+            name = f"{record.name}@{record.line}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+        seen.add(name)
+        names.append(name)
+    return names
+
+
 def build_graph(records: list[LayerRecord], weights: list[list[np.ndarray]],
                 name: str = "graph") -> Graph:
     """The ncnn Graph for checked records: blobs of unknown shape, inputs from Input layers,
     outputs = blobs no layer consumes."""
     graph = Graph(name)
     consumed = {blob for r in records for blob in r.inputs}
-    for record, layer_weights in zip(records, weights):
+    for record, layer_weights, layer_name in zip(records, weights, _unique_layer_names(records)):
         for blob in record.outputs:
             graph.add_tensor(Tensor(blob, shape=None))
-        graph.add_node(Node(record.name, record.type, list(record.inputs), list(record.outputs),
+        graph.add_node(Node(layer_name, record.type, list(record.inputs), list(record.outputs),
                             params=dict(record.params), weights=layer_weights, ncnn=True))
         if record.type == "Input":
             graph.inputs.extend(record.outputs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -54,6 +55,28 @@ class Divergence:
 
 
 @dataclass
+class LayerRow:
+    """One compared blob: a layer's output that carries an ONNX tensor's name, in graph order.
+
+    `rel_to_max` is the max abs error over max|reference| (one figure for the whole blob,
+    unlike `max_rel` which divides elementwise); non-finite figures are None in JSON."""
+    backend: str
+    layer: str
+    layer_type: str
+    onnx_node: str | None
+    blob: str
+    shape: list[int]
+    passed: bool
+    max_abs: float | None = None
+    rel_to_max: float | None = None
+    cosine: float | None = None
+    nan: int = 0
+    inf: int = 0
+    first_divergence: bool = False
+    error: str | None = None
+
+
+@dataclass
 class VerifyReport:
     passed: bool
     backends: list[str]
@@ -61,6 +84,7 @@ class VerifyReport:
     outputs: list[OutputCheck] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
+    layers: list[LayerRow] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,6 +158,34 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tupl
     return ok, max_abs, max_rel, None
 
 
+def _finite_or_none(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
+              rtol: float, atol: float) -> LayerRow:
+    """The figures a user reads to see where numbers drift, for one blob."""
+    ok, max_abs, _, why = compare(got, want, rtol, atol)
+    row = LayerRow(backend, node.name, node.op, node.origin, blob, list(got.shape), ok,
+                   nan=int(np.isnan(got).sum()), inf=int(np.isinf(got).sum()), error=why)
+    if why is not None:
+        return row
+    g = got.reshape(want.shape).astype(np.float64).ravel()
+    w = want.astype(np.float64).ravel()
+    peak = float(np.abs(w).max()) if w.size else 0.0
+    row.max_abs = _finite_or_none(max_abs)
+    if max_abs == 0.0:
+        row.rel_to_max = 0.0
+    elif peak > 0.0:
+        row.rel_to_max = _finite_or_none(max_abs / peak)
+    finite = np.isfinite(g) & np.isfinite(w)
+    if finite.any():
+        g, w = g[finite], w[finite]
+        norms = float(np.linalg.norm(g) * np.linalg.norm(w))
+        row.cosine = float(g @ w / norms) if norms > 0 else (1.0 if not g.any() and not w.any() else 0.0)
+    return row
+
+
 def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None]:
     from .interpreter import InterpreterError, run
     try:
@@ -178,8 +230,8 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
         ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
                                             rtol, atol)
         report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why))
-    if error is None and all(o.passed for o in report.outputs if o.backend == backend):
-        return
+    backend_passed = error is None and all(o.passed for o in report.outputs if o.backend == backend)
+    diverged = False
     for node in order:
         if node is failed_layer:
             break
@@ -187,12 +239,18 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
             if blob not in blobs or blob not in reference or node.op == "Input":
                 continue
             want = to_ncnn_layout(reference[blob], graph.tensors[blob])
-            ok, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
-            if not ok:
+            row = layer_row(backend, node, blob, blobs[blob], want, rtol, atol)
+            if not row.passed and not diverged and not backend_passed:
+                diverged = row.first_divergence = True
+                _, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
                 report.divergences.append(Divergence(backend, node.name, node.op, node.origin, blob,
                                                      max_abs, max_rel, why))
-                return
-    if error is not None:
+            report.layers.append(row)
+    if failed_layer is not None:
+        report.layers.append(LayerRow(backend, failed_layer.name, failed_layer.op, failed_layer.origin,
+                                      failed_layer.outputs[0] if failed_layer.outputs else "", [], False,
+                                      first_divergence=not diverged, error=failure.error))
+    if error is not None and not diverged:
         report.divergences.append(failure)
 
 
@@ -203,18 +261,23 @@ def _layer_named_in(message: str, order) -> object | None:
 def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
-           broadcast_fix: bool = True) -> VerifyReport:
+           broadcast_fix: bool = True, progress: Callable[[str], None] | None = None) -> VerifyReport:
+    """`progress(stage)` is told each stage as it starts (the CLI shows slow ones)."""
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    progress = progress or (lambda stage: None)
+    progress("converting")
     proto = prepare_model(model, input_shapes)
     converted = convert(proto, broadcast_fix=broadcast_fix)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
+    progress("running onnxruntime")
     reference = onnxruntime_all(proto, feeds)
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name]) for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0))
     for b in backends:
+        progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
     return report

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..ncnn_layers import SPECS
+from . import size_guard
 from .buffers import BufferPool, exclusive, recycle
 from .registry import KERNELS, InterpreterError
 
@@ -75,9 +76,21 @@ def _bind(node: Node) -> Callable:
         return _raising(InterpreterError(f"no interpreter kernel for ncnn layer type {node.op} "
                                          f"(layer '{node.name}')"))
     try:
-        return entry.bind(SPECS[node.op].resolve(node.params), node.weights, len(node.outputs))
+        params = SPECS[node.op].resolve(node.params)
+        return _guarded(node, params, entry.bind(params, node.weights, len(node.outputs)))
     except Exception as exc:     # reported when the layer runs, with the blobs computed before it
         return _raising(exc, final=False)
+
+
+def _guarded(node: Node, params, call: Callable) -> Callable:
+    """`call`, first checking that the layer's output fits the blob size cap (size_guard.py)."""
+    if node.op not in size_guard.GUARDS:
+        return call
+
+    def checked(*inputs, **kwargs):
+        size_guard.check(node, params, inputs)
+        return call(*inputs, **kwargs)
+    return checked
 
 
 class Plan:

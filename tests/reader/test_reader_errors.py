@@ -36,7 +36,6 @@ PARAM_CASES = [
     ("used before produced", layer("ReLU r 1 1 w y"), 4, "uses blob 'w' before any layer produces it"),
     ("own output as input", layer("ReLU r 1 1 y y"), 4, "uses blob 'y' before"),
     ("produced twice", layer("ReLU r 1 1 x x"), 4, "produces blob 'x' that is already produced"),
-    ("layer name twice", layer("ReLU in 1 1 x y"), 4, "layer name 'in' is used twice"),
     ("not a number", layer("ReLU r 1 1 x y 0=0.1x"), 4, "'0.1x' is not a number"),
     ("int not a number", layer("BinaryOp b 1 1 x y 0=1x"), 4, "'1x' is not a number"),
     ("empty value", layer("ReLU r 1 1 x y 0="), 4, "empty value"),

@@ -69,3 +69,28 @@ def test_graph_inputs_outputs_and_unknown_shapes(tmp_path):
     assert all(n.ncnn for n in graph.nodes.values())
     assert [n.name for n in graph.consumers("x")] == ["sp"]
     assert graph.producer("u").name == "up"
+
+
+DUPLICATE_NAMES = """7767517
+5 7
+Input            in0          0 1 x
+Split            splitncnn_0  1 2 x x1 x2
+BinaryOp         add          2 1 x1 x2 y 0=0
+Split            splitncnn_0  1 2 y y1 y2
+BinaryOp         splitncnn_0@6 2 1 y1 y2 z 0=2
+"""
+
+
+def test_repeated_layer_names_are_accepted_like_ncnn(tmp_path):
+    """pnnx writes `splitncnn_0` more than once; ncnn binds by blob name and never checks."""
+    from converter import load_ncnn, ncnn_runtime
+    (tmp_path / "m.param").write_text(DUPLICATE_NAMES)
+    (tmp_path / "m.bin").write_bytes(b"")
+    model = load_ncnn(tmp_path / "m.param", tmp_path / "m.bin")
+    # the repeat gets its line appended, and never takes a name the file already uses
+    assert [n.name for n in model.graph.topological()] == [
+        "in0", "splitncnn_0", "add", "splitncnn_0@6_", "splitncnn_0@6"]
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    ours = model.run({"x": x})["z"]
+    real = ncnn_runtime.run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x}, ["z"])["z"]
+    np.testing.assert_array_equal(ours, real)
