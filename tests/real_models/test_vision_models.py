@@ -27,3 +27,19 @@ def test_ppocrv4_rec_fixed_width(tmp_path):
     """Its LayerNorms square (x - mean) with Pow: lowered as UnaryOp square, not ncnn's SIMD pow."""
     shape = {"x": [1, 3, 48, 320]}
     check_real_model("ppocrv4_rec", [shape], tmp_path, input_shapes=shape)
+
+
+def test_yolov8n_fixed_size(tmp_path):
+    """nudenet's YOLOv8n: nearest Resize (asymmetric, floor) as Interp; its anchor grid folds at a fixed size."""
+    for size in (320, 256):
+        shape = {"images": [1, 3, size, size]}
+        check_real_model("yolov8n_320", [shape], tmp_path, input_shapes=shape)
+
+
+def test_yolov8n_every_blob_through_verify():
+    """Not only the outputs: every blob that carries an ONNX tensor agrees with onnxruntime, in both backends."""
+    from converter import verify
+    from scripts.fetch_models import fetch
+    report = verify(fetch("yolov8n_320"), input_shapes={"images": [1, 3, 320, 320]}, backend="both")
+    failed = [(row.backend, row.layer, row.rel_to_max) for row in report.layers if not row.passed]
+    assert report.passed and len(report.layers) > 300 and not failed, failed[:5]
