@@ -26,11 +26,12 @@ class _Parser(argparse.ArgumentParser):
 def parse_dims(text: str) -> tuple[str, list[int]]:
     name, sep, dims = text.rpartition("=")
     try:
-        shape = [int(d) for d in dims.split(",")]
+        shape = [None if d.strip() == "?" else int(d) for d in dims.split(",")]
     except ValueError:
         shape = None
     if not sep or not name or not shape:
-        raise UsageError(f"--input-shape expects NAME=D1,D2,... (e.g. input=1,3,224,224), got '{text}'")
+        raise UsageError(f"--input-shape expects NAME=D1,D2,... (e.g. input=1,3,224,224; '?' keeps a "
+                         f"dim dynamic), got '{text}'")
     return name, shape
 
 

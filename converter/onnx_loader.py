@@ -77,15 +77,19 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
             if len(dims) and len(shape) != len(dims):
                 raise ConversionError(f"--input-shape {name}: model input has rank {len(dims)}, "
                                       f"got {len(shape)} dims")
-            if any(d <= 0 for d in shape):
-                raise ConversionError(f"--input-shape {name}: dims must be positive, got {shape}")
+            if any(d is not None and d <= 0 for d in shape):
+                raise ConversionError(f"--input-shape {name}: dims must be positive or '?' (stays "
+                                      f"dynamic), got {shape}")
             for dim, new in zip(dims, shape):
-                if dim.HasField("dim_value") and dim.dim_value != new:
+                if dim.HasField("dim_value") and new is not None and dim.dim_value != new:
                     raise ConversionError(f"--input-shape {name}: dim {dim.dim_value} is fixed by the "
                                           f"model, got {new}")
+            old = [onnx.TensorShapeProto.Dimension.FromString(d.SerializeToString()) for d in dims]
             del value_info.type.tensor_type.shape.dim[:]
             value_info.type.tensor_type.shape.dim.extend(
-                onnx.TensorShapeProto.Dimension(dim_value=d) for d in shape)
+                onnx.TensorShapeProto.Dimension(dim_value=d) if d is not None else
+                (old[i] if i < len(old) else onnx.TensorShapeProto.Dimension(dim_param=f"{name}_{i}"))
+                for i, d in enumerate(shape))
         elif len(dims) >= 2 and not dims[0].HasField("dim_value"):
             dims[0].Clear()
             dims[0].dim_value = 1      # a dynamic leading (batch) dim defaults to 1
