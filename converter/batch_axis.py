@@ -63,13 +63,28 @@ def transpose(graph: Graph, node: Node, out: Tensor) -> int | None:
     return list(perm).index(x.batch_axis)
 
 
-@rule("Reshape", "Flatten")
+@rule("Reshape")
 def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
-    """The batch axis survives a reshape only as the leading extent-1 axis."""
+    """The batch axis survives a reshape only as the leading extent-1 axis. A target known only
+    as run-time terms (passes/express_shapes.py) says itself whether its first extent is 1."""
     x = _first(graph, node)
     if x.batch_axis != 0 or not out.rank:
         return None
+    terms = node.attrs.get("_shape_terms")
+    if terms is not None:
+        return 0 if terms[0] == 1 else None
     return _extent_one(out, 0)
+
+
+@rule("Flatten")
+def flatten(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """Flatten's first extent is the product of the input's leading axes: 1 only when all are."""
+    x = _first(graph, node)
+    axis = node.attrs.get("axis", 1)
+    if x.batch_axis != 0 or x.shape is None or not out.rank:
+        return None
+    axis = axis + x.rank if axis < 0 else axis
+    return 0 if all(d == 1 for d in x.shape[:axis]) else None     # axis 0: the leading 1 is new
 
 
 def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:

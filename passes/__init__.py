@@ -7,6 +7,7 @@ from typing import Callable
 from converter.ir import Graph
 
 from .eliminate_dead import eliminate_dead
+from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
@@ -29,6 +30,8 @@ PIPELINE: list[Pass] = [
     fold_constants,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
+    # what still depends on run-time sizes: Reshape targets become ncnn expressions
+    express_shapes,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     fuse_swish,

@@ -19,7 +19,8 @@ from converter.ir import Graph, Tensor
 
 def _value_info(t: Tensor) -> onnx.ValueInfoProto:
     elem = helper.np_dtype_to_tensor_dtype(t.dtype) if t.dtype != np.dtype(object) else onnx.TensorProto.FLOAT
-    shape = None if t.shape is None else [d if d is not None else f"unk_{i}" for i, d in enumerate(t.shape)]
+    # an unknown extent gets a name of its own: a shared name would tell onnx the extents are equal
+    shape = None if t.shape is None else [d if d is not None else f"{t.name}:{i}" for i, d in enumerate(t.shape)]
     return helper.make_tensor_value_info(t.name, elem, shape)
 
 
@@ -27,16 +28,31 @@ def _attribute(value):
     return numpy_helper.from_array(value) if isinstance(value, np.ndarray) else value
 
 
+def _value_needed(t: Tensor) -> bool:
+    return t.value.dtype.kind in "iub" or t.value.size <= 16
+
+
+def _cut(node) -> bool:
+    """Nodes onnx cannot infer as they stand (a Reshape whose target became an expression): their
+    outputs enter the model as inputs of the shape we know."""
+    return any(k.startswith("_") for k in node.attrs)
+
+
 def _as_model(graph: Graph) -> onnx.ModelProto | None:
     nodes = [n for n in graph.topological() if not n.ncnn]
     if not nodes:
         return None
-    used = {i for n in nodes for i in n.inputs if i}
-    constants = [numpy_helper.from_array(graph.tensors[t].value, t) for t in sorted(used)
-                 if t in graph.tensors and graph.tensors[t].is_constant]
+    kept = [n for n in nodes if not _cut(n)]
+    cut_outputs = [o for n in nodes if _cut(n) for o in n.outputs if o]
+    used = {i for n in kept for i in n.inputs if i}
+    used_constants = [graph.tensors[t] for t in sorted(used) if t in graph.tensors and graph.tensors[t].is_constant]
+    # inference needs the values of small integer constants (shapes, axes) and only the shapes of
+    # the rest: weights enter as typed inputs, so a round costs no serialization of the model
+    constants = [numpy_helper.from_array(t.value, t.name) for t in used_constants if _value_needed(t)]
+    weights = [t.name for t in used_constants if not _value_needed(t)]
     protos = [helper.make_node(n.op, n.inputs, n.outputs, name=n.name,
-                               **{k: _attribute(v) for k, v in n.attrs.items()}) for n in nodes]
-    inputs = [_value_info(graph.tensors[t]) for t in graph.inputs]
+                               **{k: _attribute(v) for k, v in n.attrs.items()}) for n in kept]
+    inputs = [_value_info(graph.tensors[t]) for t in [*graph.inputs, *cut_outputs, *weights]]
     outputs = [helper.make_value_info(t, onnx.TypeProto()) for t in graph.outputs]
     model = helper.make_model(helper.make_graph(protos, graph.name, inputs, outputs, constants),
                               opset_imports=[helper.make_opsetid("", graph.opset)])

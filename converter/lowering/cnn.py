@@ -295,7 +295,23 @@ def flatten(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, "the output shape is unknown")
     if len(out.ncnn_shape) == 1:
         return [layer(node, graph, "Flatten", node.inputs[:1], [out.name])]
+    if sum(d is None for d in out.ncnn_shape) > 1:       # sizes known only at run time
+        return [_flatten_by_expression(graph, node)]
     return [reshape(graph, node, node.inputs[0], None, None, out=out.name)[0]]
+
+
+def _flatten_by_expression(graph: Graph, node: Node) -> Node:
+    from ..symbolic import extent, op
+    from .tensor_ops import expressed_reshape
+    x = graph.tensors[node.inputs[0]]
+    axis = node.attrs.get("axis", 1) % x.rank if x.rank else 0
+    outer, inner = 1, 1
+    for i in range(x.rank):
+        if i < axis:
+            outer = op("*", outer, extent(graph, x.name, i))
+        else:
+            inner = op("*", inner, extent(graph, x.name, i))
+    return expressed_reshape(graph, node, [outer, inner])
 
 
 @lowers("Concat")

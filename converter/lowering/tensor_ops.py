@@ -13,7 +13,9 @@ import numpy as np
 # ncnn's axis names per Mat rank (innermost first) and Reshape's param ids, shared with the broadcast pass
 from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
+from ..expression import expression_list
 from ..ir import Graph, Node, Shape, Tensor
+from ..symbolic import Renderer
 from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import depends_on, constant, fail, layer, ncnn_axis, optional_constant
@@ -100,9 +102,31 @@ def _reshape_target(x: Tensor, out: Tensor, codes: list[int]) -> Shape:
     return tuple(o if o is not None else m for o, m in zip(out.shape, mine))
 
 
+def expressed_reshape(graph: Graph, node: Node, terms: list, x_name: str | None = None,
+                      out_name: str | None = None) -> Node:
+    """A Reshape whose target (ONNX order, as symbolic terms) is known only at run time: ncnn's
+    6=shape_expr, innermost extent first, without the batch axis; referenced tensors become
+    extra bottoms."""
+    x = graph.tensors[x_name or node.inputs[0]]
+    out = graph.tensors[out_name or node.outputs[0]]
+    if out.batch_axis is not None and terms[out.batch_axis] != 1:
+        raise fail(node, graph, f"the target's batch axis {out.batch_axis} is not 1 at conversion time")
+    kept = [t for i, t in enumerate(terms) if i != out.batch_axis] or [1]
+    if len(kept) > 4:
+        raise fail(node, graph, f"the target has {len(kept)} axes without the batch axis; ncnn holds at most 4")
+    renderer = Renderer(graph, x.name)
+    try:
+        expr = expression_list([renderer.render(t) for t in reversed(kept)])
+    except ValueError as exc:
+        raise fail(node, graph, str(exc)) from None
+    return layer(node, graph, "Reshape", renderer.bottoms, [out.name], {6: expr})
+
+
 @lowers("Reshape")
 def reshape(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if "_shape_terms" in node.attrs:
+        return [expressed_reshape(graph, node, node.attrs["_shape_terms"])]
     codes = _shape_input(graph, node)
     if node.attrs.get("allowzero", 0) and 0 in codes:
         raise fail(node, graph, f"shape {codes} with allowzero=1 makes an empty tensor, which ncnn cannot hold")

@@ -43,3 +43,9 @@ def test_yolov8n_every_blob_through_verify():
     report = verify(fetch("yolov8n_320"), input_shapes={"images": [1, 3, 320, 320]}, backend="both")
     failed = [(row.backend, row.layer, row.rel_to_max) for row in report.layers if not row.passed]
     assert report.passed and len(report.layers) > 300 and not failed, failed[:5]
+
+
+def test_ppocrv4_rec_two_widths_from_one_file(tmp_path):
+    """Its attention reshapes read the width at run time: ncnn Reshape 6= expressions, not --input-shape."""
+    check_real_model("ppocrv4_rec", [{"x": [1, 3, 48, 320]}, {"x": [1, 3, 48, 200]}], tmp_path,
+                     input_shapes={"x": [1, 3, 48, None]})

@@ -1,0 +1,101 @@
+"""Sizes known only at run time, as terms over tensor extents, rendered as ncnn expressions.
+
+A term is an int, an extent reference `Ref(tensor, onnx_axis)`, or `Op(name, a, b)`.
+Shape-math tensors (Shape -> Gather/Slice/Concat/Cast/Add/Mul/Div...) get one term
+per element; a consumer that ncnn can give an expression param (Reshape 6=) renders
+its terms against its own input blobs: each referenced tensor becomes one more bottom
+of the layer, its extent named w/h/d/c by its ncnn axis, its batch axis the number 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expression import Expr
+from .ir import Graph, Tensor
+from .ncnn_layers import AXIS_NAMES
+
+MAX_BLOBS = 10      # an expression names blobs 0..9
+
+
+@dataclass(frozen=True)
+class Ref:
+    tensor: str
+    axis: int          # ONNX axis, non-negative
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str          # "+", "-", "*", "//", "max", "min"
+    a: "Term"
+    b: "Term"
+
+
+Term = int | Ref | Op
+
+_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+         "//": lambda a, b: int(a / b), "max": max, "min": min}
+
+
+def op(name: str, a: Term, b: Term) -> Term:
+    """`name(a, b)`, folded when both are numbers; x*1, x+0, x//1 simplify to x."""
+    if isinstance(a, int) and isinstance(b, int):
+        if name == "//" and b == 0:
+            raise ValueError("division by zero in shape math")
+        return _FOLD[name](a, b)
+    if (name in ("*", "//") and b == 1) or (name in ("+", "-") and b == 0):
+        return a
+    if (name == "*" and a == 1) or (name == "+" and a == 0):
+        return b
+    return Op(name, a, b)
+
+
+def extent(graph: Graph, tensor: str, axis: int) -> Term:
+    """The term for one extent: its number when known (the batch axis is 1), else a reference."""
+    t = graph.tensors[tensor]
+    if axis == t.batch_axis:
+        return 1
+    if t.shape is not None and t.shape[axis] is not None:
+        return int(t.shape[axis])
+    return Ref(tensor, axis)
+
+
+def known_value(term: Term) -> int | None:
+    return term if isinstance(term, int) else None
+
+
+def refs(term: Term) -> list[Ref]:
+    if isinstance(term, Ref):
+        return [term]
+    if isinstance(term, Op):
+        return refs(term.a) + refs(term.b)
+    return []
+
+
+class Renderer:
+    """Turns terms into an ncnn expression for a layer whose bottom 0 is `first`;
+    every other referenced tensor is appended to `bottoms`."""
+
+    def __init__(self, graph: Graph, first: str):
+        self.graph = graph
+        self.bottoms = [first]
+
+    def blob(self, tensor: str) -> int:
+        if tensor not in self.bottoms:
+            if len(self.bottoms) == MAX_BLOBS:
+                raise ValueError(f"the expression would read more than {MAX_BLOBS} blobs")
+            self.bottoms.append(tensor)
+        return self.bottoms.index(tensor)
+
+    def render(self, term: Term) -> Expr:
+        if isinstance(term, int):
+            return Expr.const(term)
+        if isinstance(term, Op):
+            a, b = self.render(term.a), self.render(term.b)
+            return {"+": a.__add__, "-": a.__sub__, "*": a.__mul__, "//": a.__floordiv__}.get(
+                term.name, lambda o: a.call(term.name, o))(b)
+        t: Tensor = self.graph.tensors[term.tensor]
+        axis = t.ncnn_axis(term.axis)
+        if axis is None:
+            return Expr.const(1)
+        rank = len(t.ncnn_shape)
+        return Expr.ref(self.blob(term.tensor), AXIS_NAMES[rank][rank - 1 - axis])

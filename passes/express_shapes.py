@@ -1,0 +1,163 @@
+"""Sizes computed at run time become ncnn expressions instead of a request for --input-shape.
+
+Exporters compute a Reshape's target from the shapes of run-time tensors
+(Shape -> Gather/Slice -> Cast -> Concat/Mul/Div -> Reshape). fold_constants folds
+such chains when the extents are known; this pass handles the rest: one walk gives
+every shape-math tensor a list of terms over tensor extents (converter/symbolic.py),
+a Reshape fed by such a tensor keeps the terms for its lowering (ncnn Reshape
+6=shape_expr, reading the referenced tensors as extra bottoms), and the shape-math
+nodes nothing else reads are removed. Reshape outputs get the shape the terms give,
+and shapes are inferred again downstream; rounds repeat while they make progress
+(a shape read from a reshaped tensor needs the next round).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from converter.ir import Graph, Node
+from converter.symbolic import Term, extent, known_value, op
+
+from .infer_shapes import infer_shapes
+
+# a Shape read from a tensor downstream of an expressed Reshape waits for the next round, so rounds
+# follow chains of such blocks (a transformer layer each); each round is one linear walk
+MAX_ROUNDS = 64
+
+SHAPE_TERMS = "_shape_terms"       # node attribute of an expressed Reshape: its target terms
+BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
+PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
+
+
+def _int_tensor(graph: Graph, name: str) -> bool:
+    return graph.tensors[name].dtype.kind in "iu"
+
+
+class ShapeMath:
+    """The terms of every shape-math tensor, worked out in one topological walk."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.terms: dict[str, list[Term]] = {}
+
+    def of(self, name: str) -> list[Term] | None:
+        """Terms of a shape-math tensor or of a small integer constant."""
+        if name in self.terms:
+            return self.terms[name]
+        value = self.graph.value(name)
+        if value is not None and value.dtype.kind in "iu" and value.ndim <= 1 and value.size <= 8:
+            return [int(v) for v in value.reshape(-1)]
+        return None
+
+    def visit(self, node: Node) -> None:
+        g = self.graph
+        outs = [o for o in node.outputs if o]
+        if len(outs) != 1 or not _int_tensor(g, outs[0]) or g.tensors[outs[0]].is_constant:
+            return
+        result = self._evaluate(node)
+        if result is not None:
+            self.terms[outs[0]] = result
+
+    def _evaluate(self, node: Node) -> list[Term] | None:
+        g = self.graph
+        if node.op == "Shape":
+            x = g.tensors[node.inputs[0]]
+            if x.rank is None:
+                return None
+            start, end = node.attrs.get("start", 0), node.attrs.get("end", x.rank)
+            axes = range(x.rank)[slice(start, end)]
+            return [extent(g, x.name, a) for a in axes]
+        inputs = [self.of(i) for i in node.inputs if i]
+        if node.op in PASS_THROUGH and inputs and inputs[0] is not None:
+            return inputs[0] if node.op != "Reshape" or inputs[1] is not None else None
+        if node.op == "Gather" and inputs[0] is not None and inputs[1] is not None:
+            if node.attrs.get("axis", 0) != 0:
+                return None
+            n = len(inputs[0])
+            try:
+                return [inputs[0][i % n if -n <= i < n else n] for i in (known_value(t) for t in inputs[1])]
+            except (IndexError, TypeError):
+                return None
+        if node.op == "Slice" and inputs[0] is not None:
+            return self._slice(node, inputs[0])
+        if node.op == "Concat" and all(t is not None for t in inputs):
+            return [t for part in inputs for t in part]
+        if node.op in BINARY and len(inputs) == 2 and all(t is not None for t in inputs):
+            a, b = inputs
+            if len(a) != len(b) and 1 not in (len(a), len(b)):
+                return None
+            n = max(len(a), len(b))
+            a, b = (a * n if len(a) == 1 else a), (b * n if len(b) == 1 else b)
+            try:
+                return [op(BINARY[node.op], x, y) for x, y in zip(a, b)]
+            except ValueError:
+                return None
+        return None
+
+    def _slice(self, node: Node, data: list[Term]) -> list[Term] | None:
+        g = self.graph
+        values = [g.value(i) if i else None for i in node.inputs[1:]]
+        if len(values) < 2 or values[0] is None or values[1] is None:
+            return None
+        for k, v in enumerate(values[2:4]):
+            if v is not None and [int(a) for a in v.reshape(-1)] != ([0] if k == 0 else [1]) \
+                    and not (k == 0 and [int(a) for a in v.reshape(-1)] == [-1]):
+                return None
+        step = 1 if len(values) < 4 or values[3] is None else int(values[3].reshape(-1)[0])
+        start, stop = int(values[0].reshape(-1)[0]), int(values[1].reshape(-1)[0])
+        stop = min(stop, 2**31)
+        return data[slice(start, stop, step)]
+
+
+def _express_reshapes(graph: Graph) -> int:
+    math = ShapeMath(graph)
+    expressed = 0
+    for node in graph.topological():
+        if node.ncnn:
+            continue
+        math.visit(node)
+        if node.op == "Reshape" and len(node.inputs) > 1 and node.inputs[1] in math.terms \
+                and graph.tensors[node.inputs[0]].rank is not None:     # else: next round, once inferred
+            _express(graph, node, math.terms[node.inputs[1]])
+            expressed += 1
+    if expressed:
+        _remove_dead_shape_math(graph, set(math.terms))
+    return expressed
+
+
+def _express(graph: Graph, node: Node, terms: list[Term]) -> None:
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    allowzero = node.attrs.get("allowzero", 0)
+    target = [extent(graph, x.name, i) if t == 0 and not allowzero and x.rank and i < x.rank else t
+              for i, t in enumerate(terms)]
+    node.attrs[SHAPE_TERMS] = target
+    graph.replace_input(node, 1, "")
+    shape = [known_value(t) if known_value(t) != -1 else None for t in target]
+    if -1 in target and x.shape is not None and None not in x.shape and None not in shape[:target.index(-1)] \
+            and all(s is not None for i, s in enumerate(shape) if target[i] != -1):
+        rest = int(np.prod([s for i, s in enumerate(shape) if target[i] != -1]))
+        shape[target.index(-1)] = int(np.prod(x.shape)) // rest if rest else None
+    if out.shape is None or len(out.shape) != len(shape):
+        out.shape = tuple(shape)
+    else:
+        out.shape = tuple(o if o is not None else s for o, s in zip(out.shape, shape))
+
+
+def _remove_dead_shape_math(graph: Graph, shape_tensors: set[str]) -> None:
+    """Shape-math nodes whose every output is read by nobody now (one reverse walk)."""
+    for node in reversed(graph.topological()):
+        outs = [o for o in node.outputs if o]
+        if not node.ncnn and outs and all(o in shape_tensors or graph.tensors[o].dtype.kind in "iu" for o in outs) \
+                and all(graph.use_count(o) == 0 for o in outs):
+            graph.remove_node(node)
+    graph.remove_unused_tensors()
+
+
+def express_shapes(graph: Graph) -> dict:
+    total = 0
+    for _ in range(MAX_ROUNDS):
+        done = _express_reshapes(graph)
+        total += done
+        if not done:
+            break
+        infer_shapes(graph)
+    return {"reshapes_expressed": total}

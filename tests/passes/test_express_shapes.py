@@ -1,0 +1,68 @@
+"""Reshape targets computed from run-time sizes become ncnn Reshape 6= expressions: one file, many sizes."""
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from converter import convert
+from onnx_cases import assert_one_file_many_sizes, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
+
+I64 = lambda v: np.array(v, np.int64)  # noqa: E731
+
+
+def gather_concat_model():
+    """y = x.reshape(1, H, -1): torch's Shape -> Gather -> Unsqueeze -> Concat."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i"], ["h"], axis=0),
+             helper.make_node("Unsqueeze", ["h", "ax"], ["hu"]),
+             helper.make_node("Concat", ["one", "hu", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [("i", I64(2)), ("ax", I64([0])), ("one", I64([1])), ("m1", I64([-1]))]
+    return make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
+
+
+def paddle_chain_model():
+    """paddle2onnx: Shape -> Cast(int32) -> Slice -> Cast(int64) -> Concat with 0 (copy), then Transpose."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Cast", ["s"], ["s32"], to=onnx.TensorProto.INT32),
+             helper.make_node("Slice", ["s32", "st", "en", "ax"], ["w32"]),
+             helper.make_node("Cast", ["w32"], ["w"], to=onnx.TensorProto.INT64),
+             helper.make_node("Concat", ["zero", "three", "w", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 1, 3])]
+    inits = [("st", I64([3])), ("en", I64([4])), ("ax", I64([0])), ("zero", I64([0])), ("three", I64([3])),
+             ("m1", I64([-1]))]
+    return make_model(nodes, [("x", [1, 6, "H", "W"])], [("y", None)], inits)
+
+
+def arithmetic_model():
+    """y = x.reshape(1, C, H * W // 2, 2): Mul and Div on run-time extents."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "two", "four"], ["hw"]),
+             helper.make_node("ReduceProd", ["hw"], ["n"], keepdims=1),
+             helper.make_node("Div", ["n", "two1"], ["half"]),
+             helper.make_node("Concat", ["one", "c", "half", "two1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [("two", I64([2])), ("four", I64([4])), ("two1", I64([2])), ("one", I64([1])), ("c", I64([3]))]
+    return make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
+
+
+@pytest.mark.parametrize("build, sizes", [
+    (gather_concat_model, [(4, 5), (7, 3)]),
+    (paddle_chain_model, [(2, 4), (5, 8)]),
+])
+def test_one_file_runs_at_many_sizes(tmp_path, build, sizes):
+    model = build()
+    converted = convert(model)
+    assert converted.stats["reshapes_expressed"] >= 1
+    assert not {"Shape", "Gather", "Concat", "Cast"} & set(ncnn_layer_types(converted))
+    assert any(n.op == "Reshape" and 6 in n.params for n in converted.graph.nodes.values())
+    assert_one_file_many_sizes(model, tmp_path, sizes)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_unsupported_shape_math_still_asks_for_a_fixed_shape():
+    """ReduceProd over run-time extents has no term here: the old refusal names the input."""
+    from converter.ir import ConversionError
+    with pytest.raises(ConversionError, match="--input-shape x="):
+        convert(arithmetic_model())
