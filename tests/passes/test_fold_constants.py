@@ -1,16 +1,18 @@
 """Constant folding follows onnxruntime and never stops a conversion of a valid model."""
+import importlib
+
 import numpy as np
 import pytest
 from onnx import helper
 
-import importlib
 from converter import convert
 from converter.ir import ConversionError
 from converter.onnx_loader import load_onnx
 from passes.fold_constants import fold_constants
-
-fold_module = importlib.import_module("passes.fold_constants")   # the package re-exports the function under this name
 from tests.onnx_cases import check_in_ncnn, make_model, ncnn_layer_types
+
+# the passes package re-exports the function under the module's name
+fold_module = importlib.import_module("passes.fold_constants")
 
 
 def gather_elements_model(width, axis, negative=False):
