@@ -16,6 +16,7 @@ from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_swish import fuse_swish
 from .infer_shapes import infer_shapes
+from .inline_if import inline_if
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
@@ -27,6 +28,9 @@ PIPELINE: list[Pass] = [
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
+    # an If whose condition folded to a constant becomes its branch; the branch's nodes and
+    # what they feed are folded in the same walk
+    inline_if,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
     # fusions match ONNX patterns, so they run before lowering
