@@ -11,6 +11,11 @@ constant inputs as data) and its batch axis re-derived. Nested Ifs are inlined
 when the walk reaches them. Loop, Scan and Ifs with a run-time condition are
 refused, all named in one error.
 
+The same walk re-infers every node whose output shape the loader's shape
+inference left incomplete, now that folding has made its inputs constants
+(a Pad whose pads are computed, say): the sizes a folded If condition or a
+lowering needs are then known.
+
 The graph's insertion order is ONNX's node order, which respects a branch's
 implicit reads of outer tensors, so the topological walk reaches an If after
 every tensor its branches read.
@@ -30,7 +35,8 @@ from .fold_constants import CONTROL_FLOW, fold_node
 
 
 def inline_if(graph: Graph) -> dict:
-    if not any(n.op in CONTROL_FLOW for n in graph.nodes.values()):
+    nodes = list(graph.nodes.values())
+    if not any(n.op in CONTROL_FLOW or _incomplete(graph, n) for n in nodes if not n.ncnn):
         return {}
     scopes: dict[str, dict[str, str]] = {}     # inlined node -> names its subgraphs resolve
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed

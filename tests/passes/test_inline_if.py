@@ -118,3 +118,36 @@ def test_no_control_flow_means_no_work():
     model.graph.node[1].CopyFrom(helper.make_node("Identity", ["x"], ["y"]))
     assert inline_if(load_onnx(model)) == {}
     onnx.checker.check_model(model)
+
+
+def shape_decided_model():
+    """The If reads a size of a Reshape whose target shape onnx's load-time inference cannot see
+    (it comes through Neg); it is known once folding made the shape a constant."""
+    then_branch = branch("then", [helper.make_node("Mul", ["r", "r"], ["sq"])], ["sq"])
+    else_branch = branch("else", [helper.make_node("Neg", ["r"], ["ng"])], ["ng"])
+    nodes = [helper.make_node("Neg", ["negated_shape"], ["shape"]),
+             helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Shape", ["r"], ["rs"]),
+             helper.make_node("Gather", ["rs", "one"], ["rows"], axis=0),
+             helper.make_node("Equal", ["rows", "three"], ["is3"]),
+             helper.make_node("If", ["is3"], ["y"], name="by_size", then_branch=then_branch,
+                              else_branch=else_branch)]
+    graph = helper.make_graph(
+        nodes, "sized", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, X_SHAPE)],
+        [numpy_helper.from_array(np.array([-1, -3, -4], np.int64), "negated_shape"),
+         numpy_helper.from_array(np.array(1, np.int64), "one"),
+         numpy_helper.from_array(np.array(3, np.int64), "three")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_if_on_a_size_known_after_folding_is_inlined(tmp_path):
+    from converter.onnx_loader import load_onnx
+    model = shape_decided_model()
+    assert load_onnx(model).tensors["r"].shape is None      # what makes this case hard
+    feeds = random_inputs(model)
+    converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
+    assert_matches_reference(model, feeds, outputs)
+    assert converted.stats["ifs_inlined"] == 1
