@@ -28,11 +28,11 @@ PIPELINE: list[Pass] = [
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
-    # an If whose condition folded to a constant becomes its branch; the branch's nodes and
-    # what they feed are folded in the same walk
-    inline_if,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
+    # an If whose condition folded to a constant (values, or sizes known by now) becomes its
+    # branch; the branch's nodes and what they feed are folded and re-inferred in the same walk
+    inline_if,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     fuse_swish,

@@ -11,10 +11,9 @@ constant inputs as data) and its batch axis re-derived. Nested Ifs are inlined
 when the walk reaches them. Loop, Scan and Ifs with a run-time condition are
 refused, all named in one error.
 
-The same walk re-infers every node whose output shape the loader's shape
-inference left incomplete, now that folding has made its inputs constants
-(a Pad whose pads are computed, say): the sizes a folded If condition or a
-lowering needs are then known.
+The same walk re-infers every node whose output shape is still incomplete,
+now that folding has made more inputs constants: a size a nested If reads
+may only be known once its enclosing branch is spliced in.
 
 The graph's insertion order is ONNX's node order, which respects a branch's
 implicit reads of outer tensors, so the topological walk reaches an If after
@@ -35,8 +34,7 @@ from .fold_constants import CONTROL_FLOW, fold_node
 
 
 def inline_if(graph: Graph) -> dict:
-    nodes = list(graph.nodes.values())
-    if not any(n.op in CONTROL_FLOW or _incomplete(graph, n) for n in nodes if not n.ncnn):
+    if not any(n.op in CONTROL_FLOW for n in graph.nodes.values() if not n.ncnn):
         return {}
     scopes: dict[str, dict[str, str]] = {}     # inlined node -> names its subgraphs resolve
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed
