@@ -111,8 +111,17 @@ def test_zero_peepholes_and_full_sequence_lens_are_accepted(tmp_path):
     check_in_ncnn(model, tmp_path)
 
 
+@pytest.mark.parametrize("states", ["none", "input", "constant"])
+@pytest.mark.parametrize("op,direction", [("LSTM", "bidirectional"), ("GRU", "forward"), ("RNN", "reverse")])
+def test_batch_of_sequences_runs_one_layer_each(tmp_path, op, direction, states):
+    """ncnn's layers take one sequence: a batch of 3 is cropped, run by 3 layers, and stacked."""
+    model = recurrent_model(op, direction, states, batch=3)
+    converted = check_in_ncnn(model, tmp_path)
+    assert ncnn_layer_types(converted).count(op) == 3
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
 def refusals():
-    yield "batch 2", dict(batch=2), "batch 2"
     yield "clip", dict(attrs={"clip": 1.0}), "clip"
     yield "activations", dict(attrs={"activations": ["Sigmoid", "Relu", "Tanh"]}), "activations"
     yield "input_forget", dict(attrs={"input_forget": 1}), "input_forget"
@@ -123,7 +132,7 @@ def refusals():
 def test_unsupported_lstm_is_refused(kwargs, message):
     model = recurrent_model("LSTM", **kwargs)
     with pytest.raises(ConversionError, match=f"LSTM node .*{message}"):
-        convert(model, input_shapes={"X": [T, kwargs.get("batch", 1), SIZE]})
+        convert(model)
 
 
 def test_gru_without_linear_before_reset_is_refused():
