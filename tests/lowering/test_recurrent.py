@@ -155,3 +155,12 @@ def test_nonzero_peepholes_and_short_sequences_are_refused():
         model.graph.initializer.append(numpy_helper.from_array(value, name))
         with pytest.raises(ConversionError, match=f"LSTM node .*{message}"):
             convert(model)
+
+
+def test_weights_fed_as_inputs_name_the_fix():
+    model = recurrent_model("RNN")
+    weight = model.graph.initializer[0]
+    model.graph.input.append(helper.make_tensor_value_info(weight.name, weight.data_type, list(weight.dims)))
+    del model.graph.initializer[0]
+    with pytest.raises(ConversionError, match="'W' is a graph input; fix its value with --input-value W="):
+        convert(model)
