@@ -75,11 +75,14 @@ class NcnnModel:
 
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
-            broadcast_fix: bool = True) -> NcnnModel:
-    """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason."""
+            broadcast_fix: bool = True, input_values: dict[str, object] | None = None) -> NcnnModel:
+    """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
+
+    `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
+    rate the model branches on with If, so the branch taken is known when converting."""
     from passes import run_pipeline
     from passes.fix_broadcast import fix_broadcast
-    graph = load_onnx(model, input_shapes)
+    graph = load_onnx(model, input_shapes, input_values)
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
     stats["warnings"] = list(graph.warnings)
     return NcnnModel(graph, stats)

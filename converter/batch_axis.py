@@ -151,3 +151,12 @@ def assign_batch_axes(graph: Graph) -> None:
         for out in filter(None, node.outputs):
             tensor = graph.tensors[out]
             tensor.batch_axis = None if tensor.is_constant else fn(graph, node, tensor)
+
+
+@rule("LSTM", "GRU", "RNN")
+def recurrent(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """The recurrence's batch (extent 1; other batches are refused when lowering):
+    Y [T, dirs, B, H] and Y_h/Y_c [dirs, B, H], or B first with layout=1."""
+    if node.attrs.get("layout", 0):
+        return _extent_one(out, 0)
+    return _extent_one(out, 2 if node.outputs.index(out.name) == 0 else 1)

@@ -35,13 +35,28 @@ def parse_dims(text: str) -> tuple[str, list[int]]:
     return name, shape
 
 
+def parse_value(text: str) -> tuple[str, list[float]]:
+    name, sep, values = text.rpartition("=")
+    try:
+        numbers = [float(v) if any(c in v for c in ".eE") else int(v) for v in values.split(",")]
+    except ValueError:
+        numbers = None
+    if not sep or not name or not numbers:
+        raise UsageError(f"--input-value expects NAME=V1,V2,... (e.g. sr=16000), got '{text}'")
+    return name, numbers
+
+
+def _input_values(items: list[str] | None) -> dict[str, list]:
+    return dict(parse_value(t) for t in items or [])
+
+
 def _input_shapes(items: list[str] | None) -> dict[str, list[int]]:
     return dict(parse_dims(t) for t in items or [])
 
 
 def cmd_convert(args) -> int:
     from .api import convert, output_paths
-    model = convert(args.model, _input_shapes(args.input_shape))
+    model = convert(args.model, _input_shapes(args.input_shape), input_values=_input_values(args.input_value))
     for warning in model.stats.get("warnings", []):
         print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     param, bin_ = output_paths(args.model, args.output_dir)
@@ -112,7 +127,8 @@ def cmd_verify(args) -> int:
     progress = Progress()
     report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
                     seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
-                    broadcast_fix=not args.no_broadcast_fix, progress=progress)
+                    broadcast_fix=not args.no_broadcast_fix, progress=progress,
+                    input_values=_input_values(args.input_value))
     progress.done()
     if args.report:
         write_report(report, args.report, title=f"onnx2ncnn verify {args.model}")
@@ -149,6 +165,10 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+VALUE_HELP = ("make an input a constant, e.g. sr=16000 (repeatable): the converted model has no such "
+              "input, and Ifs on it keep only the branch taken")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -157,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("-o", "--output-dir", help="output folder (default: beside the model)")
     conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
                       help="fix an input's shape, e.g. input=1,3,224,224 (repeatable)")
+    conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
     conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows")
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result")
     conv.set_defaults(func=cmd_convert)
@@ -165,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("model")
     ver.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input array (repeatable)")
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS")
+    ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
     ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
     ver.add_argument("--rtol", type=float, default=1e-3)
     ver.add_argument("--atol", type=float, default=1e-4)

@@ -183,6 +183,28 @@ layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", I
                                           4: p.constantN}[p.constant_broadcast_type_C],
                           flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1)))
 
+# Recurrent layers (lstm.cpp, gru.cpp, rnn.cpp): every buffer is read with a type tag, one
+# block per direction; gates in ncnn's order (LSTM I F O G, GRU R U N)
+_directions = lambda p: 2 if p.direction == 2 else 1  # noqa: E731
+layer("LSTM", (0, "num_output", INT, 0), (1, "weight_data_size", INT, 0), (2, "direction", INT, 0),
+      (3, "hidden_size", INT, "num_output"), (8, "int8_scale_term", INT, 0),
+      weights=(WeightSpec("weight_xc", _numel("weight_data_size"), flagged=True),
+               WeightSpec("bias_c", lambda p: 4 * p.hidden_size * _directions(p), flagged=True),
+               WeightSpec("weight_hc", lambda p: 4 * p.hidden_size * p.num_output * _directions(p),
+                          flagged=True),
+               WeightSpec("weight_hr", lambda p: p.hidden_size * p.num_output * _directions(p),
+                          flagged=True, present=lambda p: p.hidden_size != p.num_output)))
+layer("GRU", (0, "num_output", INT, 0), (1, "weight_data_size", INT, 0), (2, "direction", INT, 0),
+      (8, "int8_scale_term", INT, 0),
+      weights=(WeightSpec("weight_xc", _numel("weight_data_size"), flagged=True),
+               WeightSpec("bias_c", lambda p: 4 * p.num_output * _directions(p), flagged=True),
+               WeightSpec("weight_hc", lambda p: 3 * p.num_output ** 2 * _directions(p), flagged=True)))
+layer("RNN", (0, "num_output", INT, 0), (1, "weight_data_size", INT, 0), (2, "direction", INT, 0),
+      (8, "int8_scale_term", INT, 0),
+      weights=(WeightSpec("weight_xc", _numel("weight_data_size"), flagged=True),
+               WeightSpec("bias_c", lambda p: p.num_output * _directions(p), flagged=True),
+               WeightSpec("weight_hc", lambda p: p.num_output ** 2 * _directions(p), flagged=True)))
+
 # ncnn Mat layout: at most 4 axes, named innermost first per rank; the param ids
 # Reshape and MemoryData use for each name
 MAX_NCNN_RANK = 4

@@ -95,6 +95,26 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
             dims[0].dim_value = 1      # a dynamic leading (batch) dim defaults to 1
 
 
+def _apply_input_values(proto: onnx.ModelProto, input_values: dict[str, object]) -> None:
+    """Make the named graph inputs constants (e.g. a sample rate a model branches on)."""
+    inputs = {i.name: i for i in proto.graph.input}
+    unknown = sorted(set(input_values) - set(inputs))
+    if unknown:
+        raise ConversionError(f"--input-value names unknown input(s) {', '.join(unknown)}; "
+                              f"the model's inputs are {', '.join(inputs) or 'none'}")
+    for name, value in input_values.items():
+        tt = inputs[name].type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        array = np.asarray(value, dtype=onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        if None not in dims and array.size == int(np.prod(dims, dtype=np.int64)):
+            array = array.reshape(dims)
+        elif array.ndim != len(dims) or any(d not in (None, s) for d, s in zip(dims, array.shape)):
+            raise ConversionError(f"--input-value {name}: {array.size} value(s) do not fit the input's "
+                                  f"shape {['?' if d is None else d for d in dims]}")
+        proto.graph.input.remove(inputs[name])
+        proto.graph.initializer.append(numpy_helper.from_array(array, name))
+
+
 def _shape_of(type_proto: onnx.TypeProto) -> tuple | None:
     tt = type_proto.tensor_type
     if not tt.HasField("shape"):
@@ -162,8 +182,10 @@ def _restore_declared(proto: onnx.ModelProto, declared: dict[str, onnx.TypeProto
 
 
 def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
-                  warnings: list[str] | None = None) -> onnx.ModelProto:
-    """Read, check, upgrade old opsets, fix input shapes, infer shapes; the caller's proto is not changed.
+                  warnings: list[str] | None = None,
+                  input_values: dict[str, object] | None = None) -> onnx.ModelProto:
+    """Read, check, upgrade old opsets, fix input shapes and values, infer shapes; the caller's proto
+    is not changed.
 
     Checker complaints that onnxruntime tolerates are appended to `warnings`."""
     proto, path = read_model(model)
@@ -174,6 +196,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(proto.SerializeToString())
     declared = _forget_declared_shapes(proto)
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
+    _apply_input_values(proto, input_values or {})
     _apply_input_shapes(proto, input_shapes or {})
     try:
         proto = shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
@@ -183,9 +206,10 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     return proto
 
 
-def load_onnx(model, input_shapes: dict[str, list[int]] | None = None) -> Graph:
+def load_onnx(model, input_shapes: dict[str, list[int]] | None = None,
+              input_values: dict[str, object] | None = None) -> Graph:
     warnings: list[str] = []
-    graph = build_graph(prepare_model(model, input_shapes, warnings))
+    graph = build_graph(prepare_model(model, input_shapes, warnings, input_values))
     graph.warnings = warnings
     assign_batch_axes(graph)
     return graph

@@ -261,13 +261,15 @@ def _layer_named_in(message: str, order) -> object | None:
 def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
-           broadcast_fix: bool = True, progress: Callable[[str], None] | None = None) -> VerifyReport:
-    """`progress(stage)` is told each stage as it starts (the CLI shows slow ones)."""
+           broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
+           input_values: dict[str, object] | None = None) -> VerifyReport:
+    """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
+    fixes inputs to constants, as convert does."""
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     progress = progress or (lambda stage: None)
     progress("converting")
-    proto = prepare_model(model, input_shapes)
+    proto = prepare_model(model, input_shapes, input_values=input_values)   # fixed values become initializers
     converted = convert(proto, broadcast_fix=broadcast_fix)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
     progress("running onnxruntime")

@@ -17,6 +17,7 @@ from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_swish import fuse_swish
 from .infer_shapes import infer_shapes
+from .inline_if import inline_if
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
@@ -30,7 +31,11 @@ PIPELINE: list[Pass] = [
     fold_constants,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
-    # what still depends on run-time sizes: Reshape targets become ncnn expressions
+    # an If whose condition folded to a constant (values, or sizes known by now) becomes its
+    # branch; the branch's nodes and what they feed are folded and re-inferred in the same walk
+    inline_if,
+    # what still depends on run-time sizes (inlined branches included): Reshape targets become
+    # ncnn expressions
     express_shapes,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,

@@ -4,7 +4,13 @@ Shape chains (Shape/Gather/Concat/Unsqueeze/ConstantOfShape/Cast...) that
 compute static sizes end up as constants this way, as do constant
 subgraphs. A Shape node folds whenever the extents it reads are known, even
 if its input is computed at run time. Nodes are evaluated with onnx's
-reference implementation, so folding follows the spec exactly.
+reference implementation, so folding follows the spec exactly, except for the
+few ops in OWN_FOLDS where that implementation is wrong.
+
+Folding never stops a conversion: a node it cannot evaluate (unsupported
+dtype, an evaluator error) stays in the graph for its lowering, which fails
+with a message naming the node if ncnn cannot run it either. Control-flow
+nodes are left to passes/inline_if.py.
 """
 from __future__ import annotations
 
@@ -13,10 +19,23 @@ import onnx
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-from converter.ir import ConversionError, Graph, Node
+from converter.ir import Graph, Node
 
 # ops whose result must not be folded even with constant inputs
 NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
+# their subgraphs read outer-scope tensors the evaluator of one node cannot see
+CONTROL_FLOW = {"If", "Loop", "Scan"}
+
+
+def _gather_elements(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> list[np.ndarray]:
+    """onnx's reference GatherElements fails on axes longer than 32 (np.choose's limit)."""
+    axis %= data.ndim
+    indices = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
+    return [np.take_along_axis(data, indices, axis)]
+
+
+# op -> fn(*input values, **attributes) -> output values, for ops the reference evaluator gets wrong
+OWN_FOLDS = {"GatherElements": _gather_elements}
 
 
 def _static_shape(graph: Graph, node: Node) -> np.ndarray | None:
@@ -46,28 +65,44 @@ def _evaluate(graph: Graph, node: Node) -> list[np.ndarray]:
     return ReferenceEvaluator(model).run(None, feeds)
 
 
+def _values(graph: Graph, node: Node) -> list[np.ndarray] | None:
+    """The node's output values when they can be computed now, else None."""
+    if node.op == "Shape":
+        value = _static_shape(graph, node)
+        return None if value is None else [value]
+    if node.op != "Constant" and not all(graph.value(i) is not None for i in node.inputs if i):
+        return None
+    if node.op in OWN_FOLDS:
+        return OWN_FOLDS[node.op](*(graph.value(i) for i in node.inputs if i), **node.attrs)
+    return _evaluate(graph, node)
+
+
+def fold_node(graph: Graph, node: Node, failures: dict[str, str] | None = None) -> bool:
+    """Replace `node` by constant outputs if it can be evaluated now; True when it was.
+
+    A fold that fails leaves the node for lowering; why goes into `failures` by node name.
+    """
+    if node.ncnn or node.op in NEVER_FOLD or node.op in CONTROL_FLOW:
+        return False
+    try:
+        values = _values(graph, node)
+    except Exception as exc:   # the evaluator's errors are many and untyped; lowering decides
+        if failures is not None:
+            text = str(exc).strip()
+            failures[node.name] = f"{node.describe()}: {text.splitlines()[0] if text else repr(exc)}"
+        return False
+    if values is None:
+        return False
+    for out, value in zip(node.outputs, values):
+        if out:
+            t = graph.tensors[out]
+            t.value, t.shape, t.batch_axis = np.asarray(value), tuple(np.shape(value)), None
+            t.dtype = t.value.dtype
+    graph.remove_node(node)
+    return True
+
+
 def fold_constants(graph: Graph) -> dict:
-    folded = 0
-    for node in graph.topological():
-        if node.ncnn or node.op in NEVER_FOLD:
-            continue
-        if node.op == "Shape":
-            values = [_static_shape(graph, node)]
-            if values[0] is None:
-                continue
-        elif node.op == "Constant" or all(graph.value(i) is not None for i in node.inputs if i):
-            try:
-                values = _evaluate(graph, node)
-            except Exception as exc:
-                raise ConversionError(f"{node.describe()}: constant folding failed: "
-                                      f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}")
-        else:
-            continue
-        for out, value in zip(node.outputs, values):
-            if out:
-                t = graph.tensors[out]
-                t.value, t.shape, t.batch_axis = np.asarray(value), tuple(np.shape(value)), None
-                t.dtype = t.value.dtype
-        graph.remove_node(node)
-        folded += 1
-    return {"folded": folded}
+    failures: dict[str, str] = {}
+    folded = sum(fold_node(graph, node, failures) for node in graph.topological())
+    return {"folded": folded, "fold_failures": failures}

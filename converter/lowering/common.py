@@ -41,9 +41,13 @@ def constant(graph: Graph, node: Node, slot: int, what: str) -> np.ndarray:
     """The value of input `slot`, which must be a compile-time constant."""
     if slot >= len(node.inputs) or not node.inputs[slot]:
         raise fail(node, graph, f"{what} is missing")
-    value = graph.value(node.inputs[slot])
+    name = node.inputs[slot]
+    value = graph.value(name)
+    if value is None and name in graph.inputs:     # weights fed as an input: only their value helps
+        raise fail(node, graph, f"{what} must be a constant, but '{name}' is a graph input; "
+                                f"fix its value with --input-value {name}=V1,V2,...")
     if value is None:
-        raise fail(node, graph, f"{what} must be a constant, but {depends_on(graph, node.inputs[slot])}")
+        raise fail(node, graph, f"{what} must be a constant, but {depends_on(graph, name)}")
     return value
 
 
