@@ -160,3 +160,20 @@ def recurrent(graph: Graph, node: Node, out: Tensor) -> int | None:
     if node.attrs.get("layout", 0):
         return _extent_one(out, 0)
     return _extent_one(out, 2 if node.outputs.index(out.name) == 0 else 1)
+
+
+@rule("Gather")
+def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """Gather keeps the data's batch axis unless it gathers along it; a scalar index drops its axis."""
+    x = _first(graph, node)
+    if x is None or x.batch_axis is None or x.rank is None or len(node.inputs) < 2:
+        return None
+    indices = graph.tensors.get(node.inputs[1])
+    if indices is None or indices.rank is None:
+        return None
+    axis = node.attrs.get("axis", 0) % x.rank
+    b = x.batch_axis
+    if axis == b or indices.rank > 1:
+        return None
+    shifted = b - 1 if indices.rank == 0 and axis < b else b
+    return _extent_one(out, shifted)
