@@ -5,11 +5,8 @@ The models branch (If) on the sample rate input `sr`: `input_values={"sr": ...}`
 constant, so only the branch for that rate is converted. Each chunk carries silero's context
 (64 samples at 16 kHz, 32 at 8 kHz) as its wrapper feeds it.
 
-INTEGRATION NOTE: beyond this branch's LSTM, If inlining and --input-value, these models need
-Pad (reflect, branch cnnops), float->float Cast and Gather of one index (the attention / int-input
-branch). Until those lowerings exist this test is an expected failure (strict: it fails loudly the
-moment they land, so the marker comes off then). Measured with stand-in lowerings for those three:
-every variant below matches, max abs error 2.5e-6 over 4 calls.
+They exercise LSTM with state bottoms/tops, If inlining, --input-value, reflect Pad, Cast and
+Gather of one index.
 """
 import numpy as np
 import onnx
@@ -17,17 +14,12 @@ import onnxruntime as ort
 import pytest
 
 from converter import convert
-from converter.lowering import LOWERINGS, load_all
 from converter.ncnn_runtime import run_ncnn
 from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 
 from .real_check import within_tolerance
 
-load_all()
-MISSING = sorted({"Pad", "Cast", "Gather"} - set(LOWERINGS))
-needs_other_branches = pytest.mark.xfail(
-    bool(MISSING), strict=True, reason=f"no lowering yet for {', '.join(MISSING)} (other branches)")
 
 CALLS = 4
 STATE = np.zeros((2, 1, 128), np.float32)
@@ -66,7 +58,6 @@ def converted_run(converted, param, bin_, backend):
     return run
 
 
-@needs_other_branches
 @pytest.mark.parametrize("name,sr,samples", CASES, ids=[f"{n}-{r}" for n, r, _ in CASES])
 def test_silero_vad_stateful_calls(tmp_path, name, sr, samples):
     path = fetch(name)
@@ -96,14 +87,10 @@ def test_silero_vad_without_sr_names_the_fix():
 
 def test_silero_vad_sequence_lstm_states_are_graph_io():
     """The sequence export takes h and c as inputs and returns hn, cn: they become the ncnn LSTM's
-    extra bottoms and tops (checked for numbers with the stand-ins; here: the wiring)."""
+    extra bottoms and tops."""
     path = fetch("silero_vad_16k_sequence")
     model = onnx.load(str(path))
     assert [i.name for i in model.graph.input] == ["input", "h", "c"]
-    try:
-        converted = convert(path, input_shapes={"input": [1, 576]})
-    except Exception as exc:       # until Pad lands, the refusal must name it and only it
-        assert MISSING and "Pad" in str(exc) and "LSTM" not in str(exc), exc
-        return
+    converted = convert(path, input_shapes={"input": [1, 576]})
     lstm = next(n for n in converted.graph.nodes.values() if n.op == "LSTM")
     assert len(lstm.inputs) == 3 and len(lstm.outputs) == 3
