@@ -25,7 +25,8 @@ def within_tolerance(got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
     return bool(np.all(err <= bound)), f"max abs error {float(np.max(err, initial=0)):.3g}, worst excess {worst:.3g}"
 
 
-def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int) -> dict[str, np.ndarray]:
+def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int,
+              value_range: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
     """Image-like inputs in [0, 1) (what preprocessed photos look like), other floats in [-1, 1);
     inputs not in `shapes` take their declared (static) shape."""
     rng = np.random.default_rng(seed)
@@ -36,15 +37,17 @@ def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int) -
             continue
         declared = [d.dim_value for d in vi.type.tensor_type.shape.dim]
         shape = shapes.get(vi.name, declared)
-        low = 0.0 if len(shape) == 4 else -1.0
-        feeds[vi.name] = rng.uniform(low, 1.0, shape).astype(np.float32)
+        low, high = value_range or ((0.0, 1.0) if len(shape) == 4 else (-1.0, 1.0))
+        feeds[vi.name] = rng.uniform(low, high, shape).astype(np.float32)
     return feeds
 
 
 def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Path,
                      input_shapes: dict[str, list[int]] | None = None,
-                     backends: tuple[str, ...] = ("ncnn", "interpreter")):
-    """One conversion (with `input_shapes` fixed, else dynamic), checked at every size in `sizes`."""
+                     backends: tuple[str, ...] = ("ncnn", "interpreter"),
+                     value_range: tuple[float, float] | None = None, make_feeds=None):
+    """One conversion (with `input_shapes` fixed, else dynamic), checked at every size in `sizes`;
+    inputs are random (in `value_range`) unless `make_feeds(shapes, seed)` makes them."""
     path = fetch(name)
     model = onnx.load(str(path))
     converted = convert(path, input_shapes=input_shapes)
@@ -53,7 +56,8 @@ def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Pat
     io = converted.io()
     failures = []
     for k, shapes in enumerate(sizes):
-        feeds = feeds_for(model, shapes, seed=k)
+        feeds = (make_feeds(shapes, k) if make_feeds is not None else
+                 feeds_for(model, shapes, seed=k, value_range=value_range))
         want = onnxruntime_outputs(model, feeds)
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         outputs = [e["ncnn"] for e in io["outputs"]]
