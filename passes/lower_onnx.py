@@ -17,8 +17,10 @@ def lower_onnx(graph: Graph) -> dict:
     onnx_nodes = [n for n in graph.topological() if not n.ncnn]
     missing = [n for n in onnx_nodes if n.op not in LOWERINGS]
     sizes = [n for n in missing if _computes_sizes(graph, n)]
-    if sizes:    # integer shape math left unfolded: a size is unknown, not an op missing
-        n = sizes[0]
+    if sizes:    # shape math left unfolded: a size is unknown, not an op missing
+        # name the node that uses the size in a way ncnn cannot express, not the arithmetic before it
+        n = next((m for m in sizes if any(t.dtype.kind == "f" for t in map(graph.tensors.get, m.outputs) if t)),
+                 sizes[0])
         raise ConversionError(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
                               f"{depends_on(graph, n.outputs[0])}")
     if missing:
@@ -47,10 +49,8 @@ def _check_rank(graph: Graph, name: str, what: str) -> None:
 
 
 def _computes_sizes(graph: Graph, node: Node) -> bool:
-    """An integer-valued node fed by a Shape of a computed tensor."""
-    outs = [graph.tensors[o] for o in node.outputs if o]
-    return bool(outs) and all(t.dtype.kind in "iu" for t in outs) and "Shape" in {
-        graph.nodes[a].op for a in _ancestors(graph, node)}
+    """A Shape of a computed tensor, or a node fed by one."""
+    return node.op == "Shape" or "Shape" in {graph.nodes[a].op for a in _ancestors(graph, node)}
 
 
 def _ancestors(graph: Graph, node: Node) -> set[str]:
