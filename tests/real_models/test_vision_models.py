@@ -26,8 +26,9 @@ def assert_every_blob_within_tolerance(report):
     assert not bad, bad[:5]
 
 
-@pytest.mark.parametrize("name", ["light_densenet121", "light_inception_v2", "light_resnet50", "light_shufflenet",
-                                  "light_vgg19"])
+@pytest.mark.parametrize("name", ["light_bvlc_alexnet", "light_densenet121", "light_inception_v1",
+                                  "light_inception_v2", "light_resnet50", "light_shufflenet", "light_vgg19",
+                                  "light_zfnet512"])
 def test_onnx_light_models(tmp_path, name):
     check_real_model(name, [{}], tmp_path)
 
