@@ -59,8 +59,10 @@ def transpose(graph: Graph, node: Node, out: Tensor) -> int | None:
     x = _first(graph, node)
     if x.batch_axis is None:
         return None
-    perm = node.attrs.get("perm") or list(reversed(range(x.rank)))
-    return list(perm).index(x.batch_axis)
+    if x.rank is None:
+        return None
+    perm = list(node.attrs.get("perm") or reversed(range(x.rank)))
+    return perm.index(x.batch_axis) if sorted(perm) == list(range(x.rank)) else None
 
 
 @rule("Reshape")
@@ -91,8 +93,10 @@ def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
     axes = node.attrs.get("axes")
     if axes is None and len(node.inputs) > 1 and node.inputs[1]:
         value = graph.value(node.inputs[1])
-        axes = None if value is None else value.tolist()
-    return None if axes is None else sorted(a + rank if a < 0 else a for a in axes)
+        axes = None if value is None else value.reshape(-1).tolist()
+    if axes is None or not isinstance(axes, (list, tuple)) or not all(isinstance(a, int) for a in axes):
+        return None            # malformed axes: the lowering reports them
+    return sorted(a + rank if a < 0 else a for a in axes)
 
 
 @rule("Squeeze")

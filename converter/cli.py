@@ -208,13 +208,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            # numpy/onnx warnings print source lines: the user gets one line or a result, never those
+            warnings.simplefilter("ignore")
+            return args.func(args)
     except (UsageError, ConversionError) as exc:
-        print(f"onnx2ncnn: error: {exc}", file=sys.stderr)
+        print(f"onnx2ncnn: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:       # stdout closed early (e.g. piped into head): not an error of ours
         return EXIT_OK
+    except Exception as exc:      # the last guard: a bug of ours, still one line and exit 2
+        print(f"onnx2ncnn: internal error ({type(exc).__name__}: {_one_line(exc)}); please report this "
+              f"with the model", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

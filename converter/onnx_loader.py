@@ -1,6 +1,7 @@
 """ONNX model -> Graph: checker, opset upgrade, user input shapes, shape inference, batch axes."""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from onnx import external_data_helper, numpy_helper, shape_inference, version_co
 from .batch_axis import assign_batch_axes
 from .ir import ConversionError, Graph, Node, Tensor
 
+MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
 MIN_OPSET = 13      # older models are upgraded to this with onnx's version converter
 
 
@@ -215,6 +217,20 @@ def load_onnx(model, input_shapes: dict[str, list[int]] | None = None,
     return graph
 
 
+def _text(value) -> str:
+    """protobuf hands back a string field that is not valid UTF-8 as bytes: names stay names."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
+def _tensor_value(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """A stored tensor's array; one whose data does not fill its dims is bad input, not a crash."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise ConversionError(f"{what}: its data does not match its dims {list(tensor.dims)} and type "
+                              f"({_first_line(exc)})") from None
+
+
 def build_graph(proto: onnx.ModelProto) -> Graph:
     g = proto.graph
     graph = Graph(g.name or "graph")
@@ -224,28 +240,36 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
         ops = sorted({f"{n.domain}.{n.op_type}" for n in g.node if n.domain in unsupported_domains})
         raise ConversionError(f"unsupported custom-domain ops: {', '.join(ops)}")
     for vi in [*g.input, *g.value_info, *g.output]:
-        graph.add_tensor(Tensor(vi.name, _shape_of(vi.type), _dtype_of(vi.type)))
+        graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type)))
     for init in g.initializer:
-        value = numpy_helper.to_array(init)
-        graph.add_tensor(Tensor(init.name, tuple(value.shape), value.dtype, value))
-    initializers = {t.name for t in g.initializer}
-    graph.inputs = [i.name for i in g.input if i.name not in initializers]
-    graph.outputs = [o.name for o in g.output]
+        value = _tensor_value(init, f"initializer '{_text(init.name)}'")
+        graph.add_tensor(Tensor(_text(init.name), tuple(value.shape), value.dtype, value))
+    initializers = {_text(t.name) for t in g.initializer}
+    graph.inputs = [_text(i.name) for i in g.input if _text(i.name) not in initializers]
+    graph.outputs = [_text(o.name) for o in g.output]
     for index, n in enumerate(g.node):
-        name = n.name or f"{n.op_type}_{index}"
+        name = _text(n.name) or f"{_text(n.op_type)}_{index}"
         while name in graph.nodes:
             name = f"{name}_{index}"
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
         for key, value in attrs.items():
             if isinstance(value, onnx.TensorProto):
-                attrs[key] = numpy_helper.to_array(value)
+                attrs[key] = _tensor_value(value, f"attribute '{key}' of node '{name}'")
             elif isinstance(value, bytes):
-                attrs[key] = value.decode()
-        for out in n.output:
+                attrs[key] = value.decode(errors="replace")
+            elif isinstance(value, list) and value and all(isinstance(v, bytes) for v in value):
+                attrs[key] = [v.decode(errors="replace") for v in value]
+        outputs = [_text(o) for o in n.output]
+        for out in outputs:
             if out and out not in graph.tensors:
                 graph.add_tensor(Tensor(out, None))
-        graph.add_node(Node(name, n.op_type, list(n.input), [o for o in n.output], attrs))
+        graph.add_node(Node(name, _text(n.op_type), [_text(i) for i in n.input], outputs, attrs))
     for name in graph.inputs:
-        if graph.tensors[name].shape is None:
+        t = graph.tensors[name]
+        if t.shape is None:
             raise ConversionError(f"input '{name}' has no shape; give one with --input-shape {name}=DIMS")
+        known = [d for d in t.shape if d is not None]
+        if math.prod(known) * max(t.dtype.itemsize, 4) > MAX_INPUT_BYTES:
+            raise ConversionError(f"input '{name}' of shape {list(t.shape)} would need more than "
+                                  f"{MAX_INPUT_BYTES >> 30} GiB")
     return graph

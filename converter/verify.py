@@ -130,9 +130,14 @@ def onnxruntime_all(proto: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray
             exposed.graph.output.append(vi)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(exposed.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
+    options.log_severity_level = 4          # its failures reach the user as our one line, not its log
+    try:
+        session = ort.InferenceSession(exposed.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return dict(zip(names, session.run(names, feeds)))
+    except Exception as exc:       # the reference cannot run the model: bad input, in onnxruntime's words
+        reason = " ".join(str(exc).split())
+        raise ConversionError(f"onnxruntime cannot run the model: {reason[:400]}") from None
 
 
 def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:

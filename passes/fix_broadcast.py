@@ -10,6 +10,7 @@ codes where extents are unknown. Operands already in place get nothing.
 """
 from __future__ import annotations
 
+from converter.shapes import broadcast_shapes
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
 from converter.ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
@@ -56,6 +57,7 @@ def fix_broadcast(graph: Graph) -> dict:
         if node.op != "BinaryOp" or node.params.get(1, 0) or len(node.inputs) != 2:
             continue
         result = graph.tensors[node.outputs[0]]
+        _check_broadcastable(graph, node, result)
         for slot, name in enumerate(node.inputs):
             operand = graph.tensors[name]
             if operand.shape is None or result.shape is None:
@@ -69,6 +71,21 @@ def fix_broadcast(graph: Graph) -> dict:
                 inserted += not operand.is_constant
             graph.replace_input(node, slot, done[key])
     return {"reshapes_inserted": inserted}
+
+
+def _check_broadcastable(graph: Graph, node: Node, result: Tensor) -> None:
+    """Operands that numpy could not broadcast to the result are a broken model, not ours to fix."""
+    shapes = [graph.tensors[t].shape for t in node.inputs]
+    if any(s is None for s in shapes) or result.shape is None:
+        return
+    try:
+        broadcast = broadcast_shapes(*shapes)
+    except ValueError:
+        broadcast = None
+    if broadcast is None or len(broadcast) != result.rank or any(
+            b is not None and r is not None and b != r for b, r in zip(broadcast, result.shape)):
+        raise ConversionError(f"{node.describe()}: operands {[list(s) for s in shapes]} do not broadcast to "
+                              f"the result {list(result.shape)}")
 
 
 def _reshaped(graph: Graph, node: Node, operand: Tensor, result: Tensor, target: Shape) -> str:

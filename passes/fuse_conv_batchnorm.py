@@ -19,6 +19,8 @@ def _bn_affine(graph: Graph, bn: Node) -> tuple[np.ndarray, np.ndarray] | None:
     if len(values) != 4 or any(v is None for v in values):
         return None
     scale, bias, mean, var = (v.astype(np.float64).ravel() for v in values)
+    if not scale.size == bias.size == mean.size == var.size:
+        return None            # inconsistent: lowering names the node
     s = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
     return s, bias - s * mean
 

@@ -85,10 +85,10 @@ def _infer_once(graph: Graph) -> int:
     missing = [t for t in graph.tensors.values() if not t.is_constant and (t.shape is None or None in t.shape)]
     if not missing:
         return 0
-    model = _as_model(graph)
-    if model is None:
-        return 0
     try:
+        model = _as_model(graph)
+        if model is None:
+            return 0
         inferred = shape_inference.infer_shapes(model, data_prop=True)
     except Exception:      # inference is a bonus here: what it cannot do stays unknown
         return 0

@@ -152,7 +152,9 @@ def conv(graph: Graph, node: Node) -> list[Node]:
     k2, s2, d2 = (as_2d(nspatial, v, 1) for v in (kernel, geo["strides"], geo["dilations"]))
     params.update({1: k2[1], 11: k2[0], 3: s2[1], 13: s2[0], 2: d2[1], 12: d2[0]})
     params.update(_conv_pads(graph, node, shape[2:], kernel, geo, nspatial))
-    weights = [weight] + ([np.broadcast_to(np.asarray(bias, np.float32), (cout,))]
+    if bias is not None and np.size(bias) not in (1, cout):
+        raise fail(node, graph, f"bias of {np.size(bias)} values for {cout} output channels")
+    weights = [weight] + ([np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (cout,))]
                           if bias is not None else [])
     type_ = "ConvolutionDepthWise" if group > 1 else "Convolution"
 
@@ -191,6 +193,11 @@ def batchnorm_affine(graph: Graph, node: Node) -> tuple[np.ndarray, ...]:
     names = ("scale", "bias", "mean", "var")
     values = [constant(graph, node, i + 1, f"the {n} (input {i + 1})").astype(np.float64).ravel()
               for i, n in enumerate(names)]
+    x = graph.tensors[node.inputs[0]]
+    channels = x.shape[1] if x.rank and x.rank >= 2 else None
+    sizes = [v.size for v in values]
+    if len(set(sizes)) != 1 or (channels is not None and sizes[0] != channels):
+        raise fail(node, graph, f"scale/bias/mean/var have {sizes} values for {channels} channels")
     return (*values, float(node.attrs.get("epsilon", 1e-5)))
 
 

@@ -217,6 +217,8 @@ def transpose(graph: Graph, node: Node) -> list[Node]:
     if x.shape is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
     perm = [int(p) for p in node.attrs.get("perm") or reversed(range(x.rank))]
+    if sorted(perm) != list(range(x.rank)):
+        raise fail(node, graph, f"perm {perm} is not a permutation of the {x.rank} axes")
     expected = None if x.batch_axis is None else perm.index(x.batch_axis)
     if out.batch_axis != expected:
         raise fail(node, graph, f"perm {perm} moves the batch axis {x.batch_axis} to {expected}, but the "
