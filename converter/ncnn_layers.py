@@ -123,10 +123,6 @@ layer("GELU", (0, "fast_gelu", INT, 0))
 layer("LRN", (0, "region_type", INT, 0), (1, "local_size", INT, 5), (2, "alpha", FLOAT, 1.0),
       (3, "beta", FLOAT, 0.75), (4, "bias", FLOAT, 1.0))
 layer("PReLU", (0, "num_slope", INT, 0), weights=(WeightSpec("slope", _numel("num_slope")),))
-layer("Softplus")
-layer("Mish")
-layer("CELU", (0, "alpha", FLOAT, 1.0))
-layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("InstanceNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
       weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine)) for n in ("gamma", "beta")))
 layer("PixelShuffle", (0, "upscale_factor", INT, 1), (1, "mode", INT, 0))

@@ -6,7 +6,6 @@ from typing import Callable
 
 from converter.ir import Graph
 
-from .decompose_ops import decompose_ops
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -38,8 +37,6 @@ PIPELINE: list[Pass] = [
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,
-    # ops without an ncnn layer become ONNX ops that have one (LogSoftmax, Softsign)
-    decompose_ops,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     fuse_swish,

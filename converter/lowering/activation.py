@@ -90,23 +90,3 @@ def selu(graph: Graph, node: Node) -> list[Node]:
     return _one(graph, node, "SELU", {0: float(node.attrs.get("alpha", 1.67326319217681884765625)),
                                       1: float(node.attrs.get("gamma", 1.05070102214813232421875))})
 
-
-@lowers("Softplus")
-def softplus(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "Softplus")
-
-
-@lowers("Mish")
-def mish(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "Mish")
-
-
-@lowers("Celu")
-def celu(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "CELU", {0: float(node.attrs.get("alpha", 1.0))})
-
-
-@lowers("Shrink")
-def shrink(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "Shrink", {0: float(node.attrs.get("bias", 0.0)),
-                                        1: float(node.attrs.get("lambd", 0.5))})
