@@ -208,3 +208,10 @@ UNARY_OPS = {"abs": 0, "neg": 1, "floor": 2, "ceil": 3, "square": 4, "sqrt": 5, 
              "atan": 14, "reciprocal": 15, "tanh": 16, "log10": 17, "round": 18, "trunc": 19,
              "sign": 20, "expm1": 21, "sinh": 22, "asinh": 23, "cosh": 24, "acosh": 25, "atanh": 26,
              "log1p": 27}
+
+# added for ArgMax/Softplus/Tile/Slice-step lowerings (activation_extra, argmax, tile, slice_step)
+layer("Mish")
+layer("CELU", (0, "alpha", FLOAT, 1.0))
+layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
+layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
+layer("Flip", (0, "axes", INTS, ()))

@@ -1,2 +1,3 @@
 """Kernel modules, grouped by family; importing them fills the KERNELS table."""
 from . import activation, binary, conv, matmul, norm, pooling, resize, shape  # noqa: F401
+from . import activation_extra, tile_flip  # noqa: F401  (miscops: Mish/CELU/Shrink, Tile/Flip)
