@@ -53,9 +53,9 @@ class Chain:
         self.layers.append(layer(self.node, self.graph, type_, inputs, [out], params, suffix=suffix))
         return out
 
-    def reduce(self, x: str, operation: int, suffix: str) -> str:
-        params = {0: operation, 1: 0, 3: self.nc_axes, 4: 1, 5: 1}
-        return self._emit("Reduction", [x], params, True, suffix)
+    def reduce(self, x: str, operation: int, suffix: str, out: str | None = None, keepdims: int = 1) -> str:
+        params = {0: operation, 1: 0, 3: self.nc_axes, 4: keepdims, 5: 1}
+        return self._emit("Reduction", [x], params, True, suffix, out)
 
     def binary(self, a: str, b: str, op: str, suffix: str, out: str | None = None) -> str:
         return self._emit("BinaryOp", [a, b], {0: BINARY_OPS[op]}, False, suffix, out)
