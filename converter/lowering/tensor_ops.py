@@ -14,10 +14,8 @@ import numpy as np
 from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
 from ..ir import Graph, Node, Shape, Tensor
-from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import depends_on, constant, fail, layer, ncnn_axis, optional_constant
-from .elementwise import binary
 
 INT32_MAX = 2**31 - 1
 
@@ -327,7 +325,7 @@ def reduce(graph: Graph, node: Node) -> list[Node]:
             reshape_layer(graph, node, tmp, out.name, tmp_pairs, suffix="_rank")]
 
 
-# ---- Shape / Expand / Constant ----------------------------------------------
+# ---- Shape / Constant (Expand is in tile.py) ----------------------------------------------
 @lowers("Shape")
 def shape(graph: Graph, node: Node) -> list[Node]:
     """Shapes of known extents were folded to constants; one that is left cannot be computed in ncnn."""
@@ -336,21 +334,6 @@ def shape(graph: Graph, node: Node) -> list[Node]:
         return []
     raise fail(node, graph, f"ncnn has no Shape layer and the extents {list(x.shape or [])} of '{x.name}' "
                             f"are not all known at conversion time: {depends_on(graph, x.name)}")
-
-
-@lowers("Expand")
-def expand(graph: Graph, node: Node) -> list[Node]:
-    """x broadcast to a shape: x * ones(shape), which the broadcast pass makes rank-exact."""
-    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    constant(graph, node, 1, "the target shape")
-    if x.dtype.kind != "f":
-        raise fail(node, graph, f"'{x.name}' is {x.dtype}; ncnn computes in float only")
-    if out.shape is None or None in out.shape:
-        raise fail(node, graph, f"output shape {out.shape} has unknown extents; give static input shapes")
-    if x.shape == out.shape:
-        return [layer(node, graph, "Noop", [x.name], [out.name])]
-    ones = graph.add_constant(f"{node.name}_ones", np.ones(out.shape, np.float32)).name
-    return [binary(graph, node, x.name, ones, BINARY_OPS["mul"], out.name)]
 
 
 CONSTANT_ATTRS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
