@@ -16,10 +16,9 @@ from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 from ..expression import expression_list
 from ..ir import Graph, Node, Shape, Tensor
 from ..symbolic import Renderer
-from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import depends_on, constant, fail, layer, ncnn_axis, optional_constant
-from .elementwise import binary
+from .slice_step import strided_slice
 
 INT32_MAX = 2**31 - 1
 
@@ -289,7 +288,7 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     axes = list(range(len(starts))) if axes is None else [int(a) for a in axes.reshape(-1)]
     steps = optional_constant(graph, node, 4, "steps")
     if steps is not None and any(int(s) != 1 for s in steps.reshape(-1)):
-        raise fail(node, graph, f"steps {steps.reshape(-1).tolist()}: ncnn Crop only takes step 1")
+        return _strided(graph, node, x, starts, ends, axes, [int(s) for s in steps.reshape(-1)])
     nc_starts, nc_ends, nc_axes = [], [], []
     for start, end, axis in zip(starts, ends, axes):
         if not -x.rank <= axis < x.rank:
@@ -304,6 +303,28 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     if not nc_axes:
         return [layer(node, graph, "Noop", [x.name], [out.name])]
     return [layer(node, graph, "Crop", [x.name], [out.name], {9: nc_starts, 10: nc_ends, 11: nc_axes})]
+
+
+def _strided(graph: Graph, node: Node, x: Tensor, starts, ends, axes, steps) -> list[Node]:
+    """Slice with steps: Python's slice rules are ONNX's; the work is in slice_step.py."""
+    picks = []
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if step == 0:
+            raise fail(node, graph, "a slice step of 0 is invalid")
+        if not -x.rank <= axis < x.rank:
+            raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
+        axis %= x.rank
+        extent = x.shape[axis]
+        if extent is None:
+            raise fail(node, graph, f"a Slice with steps needs the extent of axis {axis}; give static "
+                                    "input shapes with --input-shape")
+        first, stop, stride = slice(start, end, step).indices(extent)
+        count = len(range(first, stop, stride))
+        if count == 0:
+            raise fail(node, graph, f"the slice [{start}:{end}:{step}] is empty; ncnn cannot hold empty tensors")
+        if axis != x.batch_axis and (count, stride) != (extent, 1):
+            picks.append((x.ncnn_axis(axis), first, count, stride))
+    return strided_slice(graph, node, picks)
 
 
 # ---- Reductions ----------------------------------------------------------
@@ -353,7 +374,7 @@ def reduce(graph: Graph, node: Node) -> list[Node]:
             reshape_layer(graph, node, tmp, out.name, tmp_pairs, suffix="_rank")]
 
 
-# ---- Shape / Expand / Constant ----------------------------------------------
+# ---- Shape / Constant (Expand is in tile.py) ----------------------------------------------
 @lowers("Shape")
 def shape(graph: Graph, node: Node) -> list[Node]:
     """Shapes of known extents were folded to constants; one that is left cannot be computed in ncnn."""
@@ -362,21 +383,6 @@ def shape(graph: Graph, node: Node) -> list[Node]:
         return []
     raise fail(node, graph, f"ncnn has no Shape layer and the extents {list(x.shape or [])} of '{x.name}' "
                             f"are not all known at conversion time: {depends_on(graph, x.name)}")
-
-
-@lowers("Expand")
-def expand(graph: Graph, node: Node) -> list[Node]:
-    """x broadcast to a shape: x * ones(shape), which the broadcast pass makes rank-exact."""
-    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    constant(graph, node, 1, "the target shape")
-    if x.dtype.kind != "f":
-        raise fail(node, graph, f"'{x.name}' is {x.dtype}; ncnn computes in float only")
-    if out.shape is None or None in out.shape:
-        raise fail(node, graph, f"output shape {out.shape} has unknown extents; give static input shapes")
-    if x.shape == out.shape:
-        return [layer(node, graph, "Noop", [x.name], [out.name])]
-    ones = graph.add_constant(f"{node.name}_ones", np.ones(out.shape, np.float32)).name
-    return [binary(graph, node, x.name, ones, BINARY_OPS["mul"], out.name)]
 
 
 CONSTANT_ATTRS = {"value": None, "value_float": np.float32, "value_floats": np.float32,

@@ -81,10 +81,10 @@ def test_invalid_model(tmp_path):
 def test_unsupported_ops_listed_at_once(tmp_path):
     nodes = [helper.make_node("Add", ["x", "b"], ["s"]),
              helper.make_node("Hardmax", ["s"], ["t"], name="hm"),
-             helper.make_node("LpNormalization", ["t"], ["y"], name="lp")]
+             helper.make_node("ThresholdedRelu", ["t"], ["y"], name="tr")]
     model = make_model(nodes, [("x", [1, 3, 4])], [("y", [1, 3, 4])], [("b", np.ones(4, np.float32))])
     result = run_cli("convert", save(model, tmp_path / "m.onnx"), "-o", tmp_path)
-    assert_bad_input(result, "Hardmax ('hm')", "LpNormalization ('lp')")
+    assert_bad_input(result, "Hardmax ('hm')", "ThresholdedRelu ('tr')")
     assert not list(tmp_path.glob("*.ncnn.*"))
 
 

@@ -44,9 +44,6 @@ CASES = {
     "pool_3d": (
         [node("AveragePool", ["x"], kernel_shape=[2, 2, 2])], [("x", (1, 3, 4, 8, 8))], [], {},
         ["AveragePool node 'my_averagepool'", "3-D AveragePool is not supported"]),
-    "gemm_transA": (
-        [node("Gemm", ["a", "B"], transA=1)], [("a", (5, 1))], [("B", np.ones((5, 4), np.float32))], {},
-        ["Gemm node 'my_gemm'", "transA"]),
     "batchnorm_training": (
         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1)],
         [("x", (1, 2, 4, 4))], [(n, np.ones(2, np.float32)) for n in "sbmv"], {"opset": 15},

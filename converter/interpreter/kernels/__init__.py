@@ -2,3 +2,4 @@
 from . import activation, binary, conv, lrn_prelu, matmul, norm, pooling, resize, shape, spatial_extra  # noqa: F401
 from . import attention  # noqa: F401
 from . import recurrent  # noqa: F401
+from . import activation_extra, tile_flip  # noqa: F401
