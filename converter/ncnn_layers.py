@@ -120,13 +120,6 @@ layer("TanH")
 layer("HardSigmoid", (0, "alpha", FLOAT, 0.2), (1, "beta", FLOAT, 0.5))
 layer("HardSwish", (0, "alpha", FLOAT, 0.2), (1, "beta", FLOAT, 0.5))
 layer("GELU", (0, "fast_gelu", INT, 0))
-layer("LRN", (0, "region_type", INT, 0), (1, "local_size", INT, 5), (2, "alpha", FLOAT, 1.0),
-      (3, "beta", FLOAT, 0.75), (4, "bias", FLOAT, 1.0))
-layer("PReLU", (0, "num_slope", INT, 0), weights=(WeightSpec("slope", _numel("num_slope")),))
-layer("InstanceNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
-      weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine)) for n in ("gamma", "beta")))
-layer("PixelShuffle", (0, "upscale_factor", INT, 1), (1, "mode", INT, 0))
-layer("Reorg", (0, "stride", INT, 1), (1, "mode", INT, 0))
 layer("ELU", (0, "alpha", FLOAT, 0.1))
 layer("SELU", (0, "alpha", FLOAT, 1.67326324), (1, "lambda", FLOAT, 1.050700987))
 layer("Erf")

@@ -1,5 +1,5 @@
 """Kernel modules, grouped by family; importing them fills the KERNELS table."""
-from . import activation, binary, conv, lrn_prelu, matmul, norm, pooling, resize, shape, spatial_extra  # noqa: F401
+from . import activation, binary, conv, matmul, norm, pooling, resize, shape  # noqa: F401
 from . import attention  # noqa: F401
 from . import recurrent  # noqa: F401
 from . import activation_extra, tile_flip  # noqa: F401
