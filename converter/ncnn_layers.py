@@ -133,6 +133,8 @@ layer("DeconvolutionDepthWise", *_CONV_GEOMETRY[:-2], (7, "group", INT, 1),
       (18, "output_pad_right", INT, 0), (19, "output_pad_bottom", INT, "output_pad_right"),
       (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"), (28, "dynamic_weight", INT, 0),
       weights=_CONV_WEIGHTS)
+layer("LRN", (0, "region_type", INT, 0), (1, "local_size", INT, 5), (2, "alpha", FLOAT, 1.0),
+      (3, "beta", FLOAT, 0.75), (4, "bias", FLOAT, 1.0))
 layer("Pooling", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
       (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
       (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
