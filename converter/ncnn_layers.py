@@ -151,6 +151,13 @@ layer("BatchNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.0),
 layer("LayerNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
       weights=tuple(WeightSpec(n, _numel("affine_size"), present=lambda p: bool(p.affine))
                     for n in ("gamma", "beta")))
+layer("InstanceNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
+      weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine))
+                    for n in ("gamma", "beta")))
+layer("GroupNorm", (0, "group", INT, 1), (1, "channels", INT, 0), (2, "eps", FLOAT, 0.001),
+      (3, "affine", INT, 1),
+      weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine))
+                    for n in ("gamma", "beta")))
 layer("Concat", (0, "axis", INT, 0))
 layer("Slice", (0, "slices", INTS, ()), (1, "axis", INT, 0), (2, "indices", INTS, ()))
 layer("Crop", (0, "woffset", INT, 0), (1, "hoffset", INT, 0), (13, "doffset", INT, 0),
