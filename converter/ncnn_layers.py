@@ -175,6 +175,8 @@ layer("Padding", (0, "top", INT, 0), (1, "bottom", INT, 0), (2, "left", INT, 0),
       (6, "per_channel_pad_data_size", INT, 0), (7, "front", INT, 0), (8, "behind", INT, 0),
       weights=(WeightSpec("per_channel_pad_data", _numel("per_channel_pad_data_size"),
                           present=lambda p: p.per_channel_pad_data_size > 0),))
+layer("PixelShuffle", (0, "upscale_factor", INT, 1), (1, "mode", INT, 0))
+layer("Reorg", (0, "stride", INT, 1), (1, "mode", INT, 0))
 layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
       (2, "width_scale", FLOAT, 1.0), (3, "output_height", INT, 0), (4, "output_width", INT, 0),
       (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))

@@ -1,3 +1,3 @@
 """Kernel modules, grouped by family; importing them fills the KERNELS table."""
 from . import activation, binary, conv, matmul, norm, pooling, resize, shape  # noqa: F401
-from . import deconv, groupnorm, lrn, prelu  # noqa: F401
+from . import deconv, groupnorm, lrn, prelu, rearrange  # noqa: F401
