@@ -71,6 +71,7 @@ def _geometry(graph: Graph, node: Node, sizes, kernel: list[int], nspatial: int)
     if min(strides) < 1 or min(dilations) < 1 or min(kernel) < 1 or min(output_padding) < 0:
         raise fail(node, graph, f"kernel {kernel}, strides {strides}, dilations {dilations} must be "
                                 f"positive and output_padding {output_padding} not negative")
+    geo = {"strides": strides, "dilations": dilations, "output_padding": output_padding}
     extents = [d * (k - 1) + 1 for k, d in zip(kernel, dilations)]
     if output_shape is not None:
         output_shape = list(output_shape)[-nspatial:]
@@ -87,7 +88,6 @@ def _geometry(graph: Graph, node: Node, sizes, kernel: list[int], nspatial: int)
             pads = [0] * 2 * nspatial
         if min(pads) < 0:
             raise fail(node, graph, f"negative pads {pads} are not supported")
-        geo = {"strides": strides, "dilations": dilations, "output_padding": output_padding}
         return pads[:nspatial], pads[nspatial:], geo
     if min(totals) < 0:
         raise fail(node, graph, f"the output is larger than the full transposed convolution (total "
@@ -97,4 +97,4 @@ def _geometry(graph: Graph, node: Node, sizes, kernel: list[int], nspatial: int)
         begin, end = halves, [t - h for t, h in zip(totals, halves)]
     else:
         begin, end = [t - h for t, h in zip(totals, halves)], halves
-    return begin, end, {"strides": strides, "dilations": dilations, "output_padding": output_padding}
+    return begin, end, geo

@@ -36,7 +36,8 @@ def test_lrn_even_size_is_refused():
 def test_instance_normalization_in_real_ncnn(tmp_path, x_shape):
     rng = np.random.default_rng(1)
     c = x_shape[1]
-    inits = [("scale", rng.uniform(0.5, 2, c).astype(np.float32)), ("B", rng.uniform(-1, 1, c).astype(np.float32))]
+    inits = [("scale", rng.uniform(0.5, 2, c).astype(np.float32)),
+             ("B", rng.uniform(-1, 1, c).astype(np.float32))]
     model = one_node("InstanceNormalization", x_shape, inits, epsilon=1e-3)
     converted = check_in_ncnn(model, tmp_path)
     assert ("GroupNorm" if len(x_shape) == 3 else "InstanceNorm") in ncnn_layer_types(converted)
@@ -53,8 +54,10 @@ def test_group_normalization_in_real_ncnn(tmp_path, monkeypatch, x_shape, groups
         monkeypatch.setattr(onnx.checker, "check_model", lambda model: None)
     rng = np.random.default_rng(2)
     n = groups if opset < 21 else x_shape[1]
-    inits = [("scale", rng.uniform(0.5, 2, n).astype(np.float32)), ("bias", rng.uniform(-1, 1, n).astype(np.float32))]
-    model = one_node("GroupNormalization", x_shape, inits, opset=opset, y_shape=x_shape, num_groups=groups, epsilon=1e-4)
+    inits = [("scale", rng.uniform(0.5, 2, n).astype(np.float32)),
+             ("bias", rng.uniform(-1, 1, n).astype(np.float32))]
+    model = one_node("GroupNormalization", x_shape, inits, opset=opset, y_shape=x_shape, num_groups=groups,
+                     epsilon=1e-4)
     converted = check_in_ncnn(model, tmp_path)
     assert "GroupNorm" in ncnn_layer_types(converted)
     check_interpreter_matches_ncnn(converted, model, tmp_path)
