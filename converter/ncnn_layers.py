@@ -123,12 +123,19 @@ layer("GELU", (0, "fast_gelu", INT, 0))
 layer("ELU", (0, "alpha", FLOAT, 0.1))
 layer("SELU", (0, "alpha", FLOAT, 1.67326324), (1, "lambda", FLOAT, 1.050700987))
 layer("Erf")
+layer("PReLU", (0, "num_slope", INT, 0), weights=(WeightSpec("slope", _numel("num_slope")),))
 layer("Softmax", (0, "axis", INT, 0), (1, "fixbug0", INT, 0))
 layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS)
 layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1), weights=_CONV_WEIGHTS)
 layer("Deconvolution", *_CONV_GEOMETRY[:-2], (18, "output_pad_right", INT, 0),
       (19, "output_pad_bottom", INT, "output_pad_right"), (20, "output_w", INT, 0),
       (21, "output_h", INT, "output_w"), weights=_CONV_WEIGHTS)
+layer("DeconvolutionDepthWise", *_CONV_GEOMETRY[:-2], (7, "group", INT, 1),
+      (18, "output_pad_right", INT, 0), (19, "output_pad_bottom", INT, "output_pad_right"),
+      (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"), (28, "dynamic_weight", INT, 0),
+      weights=_CONV_WEIGHTS)
+layer("LRN", (0, "region_type", INT, 0), (1, "local_size", INT, 5), (2, "alpha", FLOAT, 1.0),
+      (3, "beta", FLOAT, 0.75), (4, "bias", FLOAT, 1.0))
 layer("Pooling", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
       (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
       (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
@@ -144,6 +151,13 @@ layer("BatchNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.0),
       weights=tuple(WeightSpec(n, _numel("channels")) for n in ("slope", "mean", "variance", "bias")))
 layer("LayerNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
       weights=tuple(WeightSpec(n, _numel("affine_size"), present=lambda p: bool(p.affine))
+                    for n in ("gamma", "beta")))
+layer("InstanceNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
+      weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine))
+                    for n in ("gamma", "beta")))
+layer("GroupNorm", (0, "group", INT, 1), (1, "channels", INT, 0), (2, "eps", FLOAT, 0.001),
+      (3, "affine", INT, 1),
+      weights=tuple(WeightSpec(n, _numel("channels"), present=lambda p: bool(p.affine))
                     for n in ("gamma", "beta")))
 layer("Concat", (0, "axis", INT, 0))
 layer("Slice", (0, "slices", INTS, ()), (1, "axis", INT, 0), (2, "indices", INTS, ()))
@@ -163,6 +177,8 @@ layer("Padding", (0, "top", INT, 0), (1, "bottom", INT, 0), (2, "left", INT, 0),
       (6, "per_channel_pad_data_size", INT, 0), (7, "front", INT, 0), (8, "behind", INT, 0),
       weights=(WeightSpec("per_channel_pad_data", _numel("per_channel_pad_data_size"),
                           present=lambda p: p.per_channel_pad_data_size > 0),))
+layer("PixelShuffle", (0, "upscale_factor", INT, 1), (1, "mode", INT, 0))
+layer("Reorg", (0, "stride", INT, 1), (1, "mode", INT, 0))
 layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
       (2, "width_scale", FLOAT, 1.0), (3, "output_height", INT, 0), (4, "output_width", INT, 0),
       (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))

@@ -3,3 +3,4 @@ from . import activation, binary, conv, matmul, norm, pooling, resize, shape  # 
 from . import attention  # noqa: F401
 from . import recurrent  # noqa: F401
 from . import activation_extra, tile_flip  # noqa: F401
+from . import deconv, groupnorm, lrn, prelu, rearrange  # noqa: F401
