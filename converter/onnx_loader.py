@@ -59,10 +59,14 @@ def _upgrade_opset(proto: onnx.ModelProto) -> onnx.ModelProto:
     from .legacy_broadcast import rewrite_legacy_broadcast
     proto = rewrite_legacy_broadcast(proto)
     try:
-        return version_converter.convert_version(proto, MIN_OPSET)
+        upgraded = version_converter.convert_version(proto, MIN_OPSET)
     except Exception as exc:
         raise ConversionError(f"cannot upgrade opset {default_opset(proto)} model to opset "
                               f"{MIN_OPSET}: {_first_line(exc)}")
+    if default_opset(proto) < 11:      # Upsample / Resize-10 meant asymmetric coordinates
+        from .legacy_resize import restore_legacy_resize
+        return restore_legacy_resize(proto, upgraded)
+    return upgraded
 
 
 def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int]]) -> None:

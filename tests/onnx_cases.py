@@ -83,7 +83,8 @@ def assert_matches_reference(model, feeds, outputs, rtol=1e-3, atol=1e-4):
 
 
 def check_in_ncnn(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None, dims: dict | None = None,
-                  low: float = -2.0, high: float = 2.0, **convert_args):
+                  low: float = -2.0, high: float = 2.0, rtol: float = 1e-3, atol: float = 1e-4,
+                  **convert_args):
     """Convert, run in the real runtime, compare with onnxruntime (values, and each output's
     ncnn shape with the one the converter reports); returns the converted model.
     Without `feeds`, inputs are uniform in [low, high) with symbolic dims sized by `dims`."""
@@ -93,7 +94,7 @@ def check_in_ncnn(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = N
         if None not in entry["ncnn_shape"]:
             got = outputs[entry["onnx"]].shape
             assert list(got) == entry["ncnn_shape"], f"{entry['onnx']}: ncnn blob {got}, expected {entry}"
-    assert_matches_reference(model, feeds, outputs)
+    assert_matches_reference(model, feeds, outputs, rtol=rtol, atol=atol)
     return converted
 
 

@@ -77,3 +77,34 @@ def test_bicubic_on_tiny_input_raises():
     params = ids("Interp", resize_type=3, output_height=4, output_width=4)
     with pytest.raises(InterpreterError, match="too small"):
         interpret("Interp", params, [np.zeros((1, 1, 1), np.float32)])
+
+
+# size_expr: [outw] (outh stays the input's h) or [outw, outh], from the bottom blobs' shapes
+EXPRESSIONS = ["*(0w,2),*(0h,2)", "+(0w,3)", "7,5", "*(0w,1.5),0h", "0w,*(0h,3)", "//(0w,2),0h"]
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS)
+@pytest.mark.parametrize("resize_type", [1, 2, 3], ids=["nearest", "bilinear", "bicubic"])
+def test_interp_size_expression(tmp_path, rng, resize_type, expr):
+    params = ids("Interp", resize_type=resize_type, size_expr=expr)
+    check(tmp_path, "Interp", params, [rng.standard_normal((3, 5, 6)).astype(np.float32)], rtol=1e-5)
+
+
+@pytest.mark.parametrize("expr", ["1w,1h", "*(1w,2),0h", "+(0w,1w)"])
+@pytest.mark.parametrize("resize_type", [1, 2], ids=["nearest", "bilinear"])
+def test_interp_size_expression_reads_second_blob(tmp_path, rng, resize_type, expr):
+    params = ids("Interp", resize_type=resize_type, size_expr=expr)
+    x, ref = rng.standard_normal((3, 5, 6)).astype(np.float32), np.zeros((2, 9, 4), np.float32)
+    check(tmp_path, "Interp", params, [x, ref], rtol=1e-5)
+
+
+@pytest.mark.parametrize("resize_type", [1, 2, 3], ids=["nearest", "bilinear", "bicubic"])
+def test_interp_size_expression_on_2d_blob(tmp_path, rng, resize_type):
+    params = ids("Interp", resize_type=resize_type, size_expr="*(0w,3)")
+    check(tmp_path, "Interp", params, [rng.standard_normal((4, 5)).astype(np.float32)], rtol=1e-5)
+
+
+def test_interp_size_expression_with_three_sizes_is_an_error():
+    params = ids("Interp", resize_type=1, size_expr="1,2,3")
+    with pytest.raises(InterpreterError, match="gives 3 sizes"):
+        interpret("Interp", params, [np.zeros((1, 2, 2), np.float32)])

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import fail, kernel, require_rank
+from ...expression import ExpressionError, count_blobs, evaluate
+from ..registry import extents, fail, kernel, require_rank
 
 F32 = np.float32
 NEAREST, BILINEAR, BICUBIC = 1, 2, 3
@@ -79,16 +80,68 @@ def _nearest(x: np.ndarray, axis: int, out: int, step: F32) -> np.ndarray:
     return np.take(x, src, axis=axis)
 
 
-def _resize_axis(p, x: np.ndarray, axis: int, out: int, sized: bool, scale: float) -> np.ndarray:
-    """Resize one axis. The runtime steps through the source by size/out when the output
-    size was given (a size param or a reference blob), else by 1/scale."""
-    size = x.shape[axis]
-    if p.resize_type == NEAREST:       # float arithmetic
-        return _nearest(x, axis, out, F32(size) / F32(out) if sized else F32(1) / F32(scale))
+def _nearest_step(size: int, out: int, sized: bool, scale: float) -> F32:
+    return F32(size) / F32(out) if sized else F32(1) / F32(scale)      # float arithmetic
+
+
+def _taps(resize_type: int, size: int, out: int, align_corner: bool, sized: bool, scale: float):
+    """Bilinear/bicubic source taps and weights. The runtime steps through the source by
+    size/out when the output size was given (a size param, an expression or a reference
+    blob), else by 1/scale."""
     step = size / out if sized else 1.0 / float(F32(scale))      # double arithmetic
-    taps = _linear_taps if p.resize_type == BILINEAR else _cubic_taps
-    idx, wts = taps(size, out, bool(p.align_corner), step)
+    taps = _linear_taps if resize_type == BILINEAR else _cubic_taps
+    return taps(size, out, align_corner, step)
+
+
+def _resize_axis(p, x: np.ndarray, axis: int, out: int, sized: bool, scale: float) -> np.ndarray:
+    size = x.shape[axis]
+    if p.resize_type == NEAREST:
+        return _nearest(x, axis, out, _nearest_step(size, out, sized, scale))
+    idx, wts = _taps(p.resize_type, size, out, bool(p.align_corner), sized, scale)
     return _resample(x, axis, idx, wts)
+
+
+def axis_matrix(resize_type: int, size: int, out: int, align_corner: bool, sized: bool,
+                scale: float) -> np.ndarray | None:
+    """The (out, size) matrix ncnn's Interp applies along one axis, or None where ncnn would
+    read outside the blob or divide by zero. `sized`: the output size came from a size param,
+    an expression or a reference blob (nearest then steps by size/out, else by 1/scale)."""
+    rows = np.arange(out)
+    matrix = np.zeros((out, size))
+    if resize_type == NEAREST:
+        step = _nearest_step(size, out, sized, scale)
+        matrix[rows, np.minimum((rows.astype(F32) * step).astype(np.int64), size - 1)] = 1
+        return matrix
+    if align_corner and out == 1:
+        return None
+    idx, wts = _taps(resize_type, size, out, align_corner, sized, scale)
+    inside = (idx >= 0) & (idx < size)
+    if np.any(~inside & (wts != 0)):
+        return None
+    np.add.at(matrix, (np.broadcast_to(rows[:, None], idx.shape)[inside], idx[inside]), wts[inside])
+    return matrix
+
+
+def _output_size(p, x: np.ndarray, reference) -> tuple[int, int, bool, bool]:
+    """(out_h, out_w, sized_h, sized_w) as ncnn works them out."""
+    ext = extents(x)
+    h, w = (1, 1) if x.ndim == 1 else (ext["h"], ext["w"])
+    if p.size_expr:
+        # evaluated on the shapes of all bottom blobs: [outw] (outh = the input's h) or [outw, outh]
+        shapes = [x.shape] + ([reference.shape] if reference is not None else [])
+        try:
+            sizes = evaluate(p.size_expr, shapes)
+        except ExpressionError as exc:
+            fail(f"Interp size_expr: {exc}")
+        if len(sizes) not in (1, 2):
+            fail(f"Interp size_expr {p.size_expr!r} gives {len(sizes)} sizes; ncnn takes 1 or 2")
+        return (sizes[1] if len(sizes) == 2 else ext["h"]), sizes[0], True, True
+    if reference is not None:
+        return (1 if reference.ndim < 2 else reference.shape[-2]), reference.shape[-1], True, True
+    if p.output_width and p.output_height:
+        return p.output_height, p.output_width, True, True
+    sized_h, sized_w = bool(p.output_height), bool(p.output_width)
+    return int(F32(h) * F32(p.height_scale)), int(F32(w) * F32(p.width_scale)), sized_h, sized_w
 
 
 @kernel("Interp")
@@ -96,22 +149,14 @@ def interp(p, weights, x, reference=None):
     require_rank(x, 1, 2, 3)
     if p.resize_type not in (NEAREST, BILINEAR, BICUBIC):
         fail(f"unsupported resize_type {p.resize_type}")
-    if p.size_expr:
-        fail("Interp size expressions are not supported by the interpreter")
-    h, w = (1, 1) if x.ndim == 1 else x.shape[-2:] if x.ndim == 3 else (x.shape[0], x.shape[1])
-    if reference is not None:
-        out_h = 1 if reference.ndim < 2 else reference.shape[-2]
-        out_w = reference.shape[-1]
-    elif p.output_width and p.output_height:
-        out_h, out_w = p.output_height, p.output_width
-    else:
-        out_h, out_w = int(F32(h) * F32(p.height_scale)), int(F32(w) * F32(p.width_scale))
+    if reference is not None and not p.dynamic_target_size and count_blobs(p.size_expr) <= 1:
+        fail("Interp reads only its first blob, but has more inputs: the real ncnn refuses to load "
+             "it (invalid bottom_count for one_blob_only layer)")
+    out_h, out_w, sized_h, sized_w = _output_size(p, x, reference)
     if out_h <= 0 or out_w <= 0:
         fail(f"Interp output size {out_h}x{out_w} is empty")
     if x.ndim == 1:          # a flattened blob: each value becomes a filled channel
         return np.broadcast_to(x[:, None, None], (x.shape[0], out_h, out_w)).copy()
-    sized_w = bool(p.output_width) or reference is not None
-    sized_h = bool(p.output_height) or reference is not None
     if x.ndim == 2:          # 2-D: resize along w only
         if out_w == x.shape[1]:
             return x

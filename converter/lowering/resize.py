@@ -1,0 +1,285 @@
+"""ONNX Resize -> ncnn Interp, emitted only where ncnn computes onnxruntime's numbers.
+
+Rather than a table of which modes "are" which, the decision is computed: along
+each resized axis the matrix onnxruntime applies (`converter.onnx_resize`) is
+compared with the matrix ncnn's Interp applies (the interpreter's
+`axis_matrix`, checked against the real runtime) for each way of writing the
+Interp params: scales (nearest then steps by 1/scale), output sizes or a size
+expression (nearest steps by size/out). The first that matches is emitted. With
+unknown extents the comparison runs on a range of probe sizes, and only for
+coordinate rules whose two sides share one formula of the extent (nearest
+with align_corners and unknown extents is refused).
+
+Interp resizes w and h of a 3-D blob, or w of a 2-D blob. Other layouts are
+viewed as such through Reshape when only the innermost one or two ncnn axes
+change; resizing the batch or channel axes is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..interpreter.kernels.resize import axis_matrix as ncnn_matrix
+from ..ir import Graph, Node
+from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matrix
+from . import lowers
+from .common import fail, layer, new_tensor
+from .cnn import require_float
+
+INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
+TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+              "tf_half_pixel_for_nearest", "half_pixel_symmetric")
+# unknown extents are checked at these sizes; nearest is cheap, so it also covers long axes
+PROBES = (*range(1, 49), 64, 100, 127, 128, 255)
+NEAREST_PROBES = (*range(1, 65), 100, 127, 128, 255, 256, 320, 640, 1000, 1024, 2048, 4096)
+WH_IDS = {"scale": (1, 2), "size": (3, 4)}
+
+
+@dataclass
+class Axis:
+    """One resized axis of the ncnn view: ONNX's extent, output extent and scale."""
+    size: int | None
+    out: int | None
+    scale: float | None           # None: sizes were given and the extent is unknown
+    touched: bool
+
+
+@lowers("Resize")
+def resize(graph: Graph, node: Node) -> list[Node]:
+    require_float(graph, node)
+    mode = _mode(graph, node)
+    x = graph.tensors[node.inputs[0]]
+    if x.shape is None:
+        raise fail(node, graph, "the rank of the input is unknown")
+    axes = _targets(graph, node, x.shape)
+    view, wh = _view(graph, node, x, axes)
+    params = _choose_params(graph, node, mode, wh)
+    return _emit(graph, node, view, params)
+
+
+# ---- reading the node ------------------------------------------------------------
+
+def _mode(graph: Graph, node: Node) -> ResizeMode:
+    a = node.attrs
+    mode = a.get("mode", "nearest")
+    transform = a.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in INTERP_TYPE:
+        raise fail(node, graph, f"mode {mode!r} is unknown")
+    if transform == "tf_crop_and_resize":
+        raise fail(node, graph, "coordinate_transformation_mode tf_crop_and_resize (a crop with "
+                                "extrapolation) is not what ncnn's Interp computes")
+    if transform not in TRANSFORMS:
+        raise fail(node, graph, f"coordinate_transformation_mode {transform!r} is unknown")
+    if a.get("antialias", 0):
+        raise fail(node, graph, "antialias=1 widens the filter when downsampling; ncnn's Interp has "
+                                "no antialiasing")
+    return ResizeMode(mode, transform, a.get("nearest_mode", "round_prefer_floor"),
+                      float(a.get("cubic_coeff_a", -0.75)), bool(a.get("exclude_outside", 0)))
+
+
+def _input_value(graph: Graph, node: Node, slot: int, what: str) -> np.ndarray | None:
+    """A constant optional input (None when absent or empty)."""
+    if slot >= len(node.inputs) or not node.inputs[slot]:
+        return None
+    value = graph.value(node.inputs[slot])
+    if value is None:
+        if graph.tensors[node.inputs[slot]].shape == (0,):
+            return None
+        raise fail(node, graph, f"{what} are computed at run time; only constant {what} are "
+                                "supported for now")
+    return None if value.size == 0 else value
+
+
+def _targets(graph: Graph, node: Node, shape) -> list[Axis]:
+    """Per ONNX axis: extent, output extent and onnxruntime's scale."""
+    rank = len(shape)
+    scales = _input_value(graph, node, 2, "scales")
+    sizes = _input_value(graph, node, 3, "sizes")
+    if (scales is None) == (sizes is None):
+        raise fail(node, graph, "exactly one of scales and sizes must be given")
+    given = (scales if sizes is None else sizes).ravel()
+    listed = [int(v) % rank for v in node.attrs.get("axes", range(rank))]
+    if len(listed) != len(given):
+        raise fail(node, graph, f"{len(given)} scales/sizes for {len(listed)} axes")
+    per_axis = dict(zip(listed, given.tolist()))
+    if sizes is None:
+        return [_scaled_axis(shape[i], F32(per_axis.get(i, 1.0))) for i in range(rank)]
+    outs = {i: int(v) for i, v in per_axis.items()}
+    policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy != "stretch":
+        return _policy_axes(graph, node, shape, outs, policy)
+    axes = []
+    for i, size in enumerate(shape):
+        out = outs.get(i, size)
+        scale = None if size is None else F32(out) / F32(size) if size else F32(1)
+        axes.append(Axis(size, out, scale, size is None or out != size))
+    return axes
+
+
+def _scaled_axis(size, scale: F32) -> Axis:
+    out = None if size is None else int(F32(size) * scale)       # float32 product, as both runtimes
+    return Axis(size, out, scale, scale != 1)
+
+
+def _policy_axes(graph, node, shape, outs: dict[int, int], policy: str) -> list[Axis]:
+    """keep_aspect_ratio_policy: one scale (the min or max of out/in) for every listed axis."""
+    if any(shape[i] is None for i in outs):
+        raise fail(node, graph, f"keep_aspect_ratio_policy {policy} needs the input extents; give "
+                                "them with --input-shape")
+    ratios = [F32(o) / F32(shape[i]) for i, o in outs.items()]
+    scale = min(ratios) if policy == "not_larger" else max(ratios)
+    axes = []
+    for i, size in enumerate(shape):
+        if i in outs:
+            out = int(np.sign(scale * F32(size)) * np.floor(abs(scale * F32(size)) + 0.5))
+            axes.append(Axis(size, out, scale, scale != 1))
+        else:
+            axes.append(Axis(size, size, F32(1), False))
+    return axes
+
+
+# ---- which ncnn axes ------------------------------------------------------------
+
+def _view(graph: Graph, node: Node, x, axes: list[Axis]) -> tuple[tuple, list[Axis]]:
+    """The ncnn shape Interp runs on (2-D: resize w; 3-D: resize h and w) and its [h, w] axes."""
+    ncnn_rank = len(x.ncnn_shape)
+    touched = {}
+    for i, ax in enumerate(axes):
+        if not ax.touched:
+            continue
+        k = x.ncnn_axis(i)
+        if k is None:
+            raise fail(node, graph, f"axis {i} is the batch axis; ncnn has no batch axis to resize")
+        touched[k] = ax
+    if not touched:
+        touched = {ncnn_rank - 1: axes[-1]}                      # no resize at all: pass through
+    if any(k < ncnn_rank - 2 for k in touched):
+        raise fail(node, graph, f"resizes ncnn axes {sorted(touched)} of a {ncnn_rank}-D blob; ncnn's "
+                                "Interp resizes only the innermost two (h and w)")
+    onnx_of = {x.ncnn_axis(i): ax for i, ax in enumerate(axes) if x.ncnn_axis(i) is not None}
+    w = onnx_of.get(ncnn_rank - 1, Axis(1, 1, F32(1), False))
+    if ncnn_rank - 2 not in touched:
+        if ncnn_rank == 3:
+            return 3, [onnx_of[1], w]
+        return (2 if ncnn_rank == 2 else "flat2"), [None, w]
+    h = onnx_of[ncnn_rank - 2]
+    return (3 if ncnn_rank == 3 else "flat3"), [h, w]
+
+
+# ---- choosing the params ----------------------------------------------------------
+
+def _choose_params(graph: Graph, node: Node, mode: ResizeMode, wh: list[Axis | None]) -> dict:
+    resize_type = INTERP_TYPE[mode.mode]
+    dynamic = any(ax is not None and ax.size is None for ax in wh)
+    if dynamic and mode.transform == "align_corners" and resize_type == 1:
+        raise fail(node, graph, "nearest with align_corners depends on the input extent, which is "
+                                "unknown; give it with --input-shape")
+    aligns = (1, 0) if mode.transform == "align_corners" else (0, 1)
+    reasons = []
+    for style in (("scale", "expr") if dynamic else ("scale", "size")):
+        for align in (aligns if resize_type != 1 else (0,)):
+            why = _mismatch(mode, resize_type, wh, style, align)
+            if why is None:
+                return _params(resize_type, wh, style, align)
+            reasons.append(why)
+    raise fail(node, graph, f"mode {mode.mode} with coordinate_transformation_mode {mode.transform}"
+                            + (f", nearest_mode {mode.nearest_mode}" if mode.mode == "nearest" else "")
+                            + (f", cubic_coeff_a {mode.cubic_coeff_a:g}" if mode.mode == "cubic" else "")
+                            + f" is not what ncnn's Interp computes ({reasons[0]})")
+
+
+def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) -> str | None:
+    """Why ncnn with these params differs from onnxruntime on some axis, or None."""
+    for ax in wh:
+        if ax is None or not ax.touched:
+            continue
+        probes = [ax.size] if ax.size is not None else (NEAREST_PROBES if resize_type == 1 else PROBES)
+        for size in probes:
+            out = ax.out if ax.size is not None or ax.scale is None else int(F32(size) * F32(ax.scale))
+            if ax.scale is None and style == "scale":
+                return "the output size is fixed while the input size is not"
+            if out <= 0:
+                continue
+            scale = ax.scale if ax.scale is not None else F32(out) / F32(size)
+            ncnn_out = int(F32(size) * F32(scale)) if style == "scale" else out
+            if ncnn_out != out:
+                return f"ncnn's output extent {ncnn_out} from scale {scale:g} differs from {out}"
+            try:
+                want = onnx_matrix(mode, size, out, scale)
+            except Unmodelled as exc:
+                return str(exc)
+            if out == size and all(a is None or a is ax or not a.touched or
+                                   (a.size is not None and a.out == a.size) for a in wh):
+                continue                                   # both runtimes copy the input
+            got = ncnn_matrix(resize_type, size, out, bool(align), style != "scale", scale)
+            if got is None:
+                return f"ncnn's Interp cannot resize an extent of {size} to {out} this way"
+            tol = 0.0 if resize_type == 1 else 1e-6 + 8 * max(size, out) * 2.0 ** -24
+            if not np.allclose(got, want, rtol=0, atol=tol):
+                return f"different source pixels resizing {size} -> {out}"
+    return None
+
+
+def _params(resize_type: int, wh, style: str, align: int) -> dict:
+    h, w = wh
+    params = {0: resize_type}
+    if align:
+        params[6] = 1
+    if style == "scale":
+        for ax, pid in ((h, 1), (w, 2)):
+            if ax is not None and ax.touched:
+                params[pid] = float(ax.scale)
+    elif style == "size":
+        params[3] = h.out if h is not None else 1        # a 2-D blob ignores the height
+        params[4] = w.out
+    else:
+        terms = [_size_term(w, "w")] + ([_size_term(h, "h")] if h is not None else [])
+        params[9] = ",".join(terms)
+    return params
+
+
+def _size_term(ax: Axis, name: str) -> str:
+    if not ax.touched:
+        return f"0{name}"
+    if ax.size is not None or ax.scale is None:
+        return str(ax.out)
+    scale = float(ax.scale)
+    return f"*(0{name},{int(scale) if scale.is_integer() else repr(scale)})"
+
+
+# ---- building the layers -----------------------------------------------------------
+
+def _emit(graph: Graph, node: Node, view, params: dict) -> list[Node]:
+    x, y = node.inputs[0], node.outputs[0]
+    if view in (2, 3):
+        return [layer(node, graph, "Interp", [x], [y], params)]
+    in_shape, out_shape = graph.tensors[x].ncnn_shape, graph.tensors[y].ncnn_shape
+    inner = 1 if view == "flat2" else 2
+    x_view = new_tensor(graph, f"{x}_view", (None, *in_shape[-inner:]), None)
+    y_view = new_tensor(graph, f"{y}_view", (None, *out_shape[-inner:]), None)
+    to_view = {0: 0, 1: -1} if inner == 1 else {0: 0, 1: 0, 2: -1}
+    if len(in_shape) < inner + 1:                     # 1-D -> [w, 1]; 2-D -> [w, h, 1]
+        to_view = {0: 0, 1: 1} if inner == 1 else {0: 0, 1: 0, 2: 1}
+    return [layer(node, graph, "Reshape", [x], [x_view], to_view, suffix="_view"),
+            layer(node, graph, "Interp", [x_view], [y_view], params),
+            layer(node, graph, "Reshape", [y_view], [y], _back_params(graph, node, out_shape, inner),
+                  suffix="_unview")]
+
+
+def _back_params(graph: Graph, node: Node, shape, inner: int) -> dict[int, int]:
+    """Reshape from the view back to `shape` (numpy order): the resized extents are copied,
+    one unknown outer extent is inferred."""
+    ids = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}[len(shape)]
+    params, inferred = {}, False
+    for i, (pid, extent) in enumerate(zip(ids, shape)):
+        if i >= len(shape) - inner:
+            params[pid] = 0
+        elif extent is not None:
+            params[pid] = int(extent)
+        elif not inferred:
+            params[pid], inferred = -1, True
+        else:
+            raise fail(node, graph, f"the output {list(shape)} has more than one unknown outer extent; "
+                                    "give the input shape with --input-shape")
+    return params
