@@ -165,7 +165,8 @@ layer("Crop", (0, "woffset", INT, 0), (1, "hoffset", INT, 0), (13, "doffset", IN
       (2, "coffset", INT, 0), (3, "outw", INT, 0), (4, "outh", INT, 0), (14, "outd", INT, 0),
       (5, "outc", INT, 0), (6, "woffset2", INT, 0), (7, "hoffset2", INT, 0),
       (15, "doffset2", INT, 0), (8, "coffset2", INT, 0), (9, "starts", INTS, ()),
-      (10, "ends", INTS, ()), (11, "axes", INTS, ()))
+      (10, "ends", INTS, ()), (11, "axes", INTS, ()),
+      (19, "starts_expr", STR, ""), (20, "ends_expr", STR, ""), (21, "axes_expr", STR, ""))
 layer("Reshape", (0, "w", INT, -233), (1, "h", INT, -233), (11, "d", INT, -233),
       (2, "c", INT, -233), (6, "shape_expr", STR, ""),
       # recent ncnn (NCNN_BATCH): where the batch axis sits in the input / output shape
