@@ -164,16 +164,18 @@ def recurrent(graph: Graph, node: Node, out: Tensor) -> int | None:
 
 @rule("Gather")
 def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
-    """Gather keeps the data's batch axis unless it gathers along it; a scalar index drops its axis."""
+    """Gather keeps the data's batch axis unless it gathers along it; the indices' axes replace the
+    gathered one."""
     x = _first(graph, node)
-    if x is None or x.batch_axis is None or x.rank is None or len(node.inputs) < 2:
+    if x is None or x.rank is None or len(node.inputs) < 2:
         return None
     indices = graph.tensors.get(node.inputs[1])
     if indices is None or indices.rank is None:
         return None
     axis = node.attrs.get("axis", 0) % x.rank
+    if x.batch_axis is None:        # a table read at batched indices (an embedding): theirs
+        return None if indices.batch_axis is None else _extent_one(out, axis + indices.batch_axis)
     b = x.batch_axis
-    if axis == b or indices.rank > 1:
+    if axis == b:
         return None
-    shifted = b - 1 if indices.rank == 0 and axis < b else b
-    return _extent_one(out, shifted)
+    return _extent_one(out, b if b < axis else b + indices.rank - 1)    # the indices' axes replace `axis`
