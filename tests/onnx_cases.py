@@ -92,6 +92,7 @@ def assert_matches_reference(model, feeds, outputs, rtol=1e-3, atol=1e-4):
     expected = onnxruntime_outputs(model, feeds)
     for name, want in expected.items():
         got = outputs[name]
+        want = want.astype(np.float64) if want.dtype.kind in "biu" else want    # ncnn gives float numbers
         assert got.size == want.size, f"{name}: ncnn gave shape {got.shape}, onnxruntime {want.shape}"
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=rtol, atol=atol, err_msg=name)
 
