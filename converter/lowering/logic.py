@@ -27,6 +27,8 @@ from .elementwise import _partial_result, binary
 
 def _finite_constants(graph: Graph, node: Node) -> None:
     for name in filter(None, node.inputs):
+        if graph.tensors[name].dtype.kind not in "biuf":
+            raise fail(node, graph, f"'{name}' is {graph.tensors[name].dtype}; ncnn holds numbers only")
         value = graph.value(name)
         if value is not None and value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise fail(node, graph, f"constant '{name}' holds inf or NaN; the 0/1 arithmetic ncnn computes "
