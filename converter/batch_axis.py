@@ -179,3 +179,20 @@ def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
     if axis == b:
         return None
     return _extent_one(out, b if b < axis else b + indices.rank - 1)    # the indices' axes replace `axis`
+
+
+@rule("Einsum")
+def einsum(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """The output axis of an operand's batch-axis letter, if that letter is kept with extent 1."""
+    from .lowering.einsum import parse_equation
+    operands = [graph.tensors.get(i) for i in node.inputs]
+    if any(t is None or t.rank is None for t in operands) or out.rank is None:
+        return None
+    try:
+        terms, letters = parse_equation(node.attrs.get("equation", ""), [t.rank for t in operands])
+    except ValueError:
+        return None
+    found = [letters.index(term[t.batch_axis]) for t, term in zip(operands, terms)
+             if t.batch_axis is not None and term[t.batch_axis] in letters]
+    found = [a for a in found if _extent_one(out, a) is not None]
+    return min(found) if found else None
