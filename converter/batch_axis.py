@@ -196,3 +196,15 @@ def einsum(graph: Graph, node: Node, out: Tensor) -> int | None:
              if t.batch_axis is not None and term[t.batch_axis] in letters]
     found = [a for a in found if _extent_one(out, a) is not None]
     return min(found) if found else None
+
+
+@rule("Concat")
+def concat(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """A computed input's batch axis, unless joined along it (constants, such as a class token
+    put before the patch tokens, have none of their own but fit any extent-1 axis)."""
+    axis = node.attrs.get("axis", 0) % out.rank if out.rank else None
+    for name in filter(None, node.inputs):
+        t = graph.tensors[name]
+        if not t.is_constant and t.batch_axis is not None and t.rank == out.rank and t.batch_axis != axis:
+            return _extent_one(out, t.batch_axis)
+    return None
