@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .int_inputs import ncnn_dtype
 from .ir import Graph
 from .onnx_loader import load_onnx
 from .writer import NcnnNames, ncnn_names, save
@@ -31,7 +32,8 @@ class NcnnModel:
         return self._cached()["names"]
 
     def io(self) -> dict[str, list[dict]]:
-        """Inputs and outputs: ONNX name, ncnn blob, shapes, and the dropped batch axis."""
+        """Inputs and outputs: ONNX name, ncnn blob, shapes, the dropped batch axis, and the
+        dtype ncnn takes or gives: 'int32' bits for an Embed's word indices, else 'float32'."""
         names = self.names.blob
 
         def entry(name: str) -> dict:
@@ -41,7 +43,7 @@ class NcnnModel:
             return {"onnx": name, "ncnn": names[name],
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
-                    "batch_axis": batch_axis}
+                    "batch_axis": batch_axis, "dtype": ncnn_dtype(self.graph, name)}
         return {"inputs": [entry(n) for n in self.graph.inputs],
                 "outputs": [entry(n) for n in self.graph.outputs]}
 

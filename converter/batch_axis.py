@@ -168,16 +168,47 @@ def recurrent(graph: Graph, node: Node, out: Tensor) -> int | None:
 
 @rule("Gather")
 def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
-    """Gather keeps the data's batch axis unless it gathers along it; a scalar index drops its axis."""
+    """Gather keeps the data's batch axis unless it gathers along it; the indices' axes replace the
+    gathered one."""
     x = _first(graph, node)
-    if x is None or x.batch_axis is None or x.rank is None or len(node.inputs) < 2:
+    if x is None or x.rank is None or len(node.inputs) < 2:
         return None
     indices = graph.tensors.get(node.inputs[1])
     if indices is None or indices.rank is None:
         return None
     axis = node.attrs.get("axis", 0) % x.rank
+    if x.batch_axis is None:        # a table read at batched indices (an embedding): theirs
+        return None if indices.batch_axis is None else _extent_one(out, axis + indices.batch_axis)
     b = x.batch_axis
-    if axis == b or indices.rank > 1:
+    if axis == b:
         return None
-    shifted = b - 1 if indices.rank == 0 and axis < b else b
-    return _extent_one(out, shifted)
+    return _extent_one(out, b if b < axis else b + indices.rank - 1)    # the indices' axes replace `axis`
+
+
+@rule("Einsum")
+def einsum(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """The output axis of an operand's batch-axis letter, if that letter is kept with extent 1."""
+    from .lowering.einsum import parse_equation
+    operands = [graph.tensors.get(i) for i in node.inputs]
+    if any(t is None or t.rank is None for t in operands) or out.rank is None:
+        return None
+    try:
+        terms, letters = parse_equation(node.attrs.get("equation", ""), [t.rank for t in operands])
+    except ValueError:
+        return None
+    found = [letters.index(term[t.batch_axis]) for t, term in zip(operands, terms)
+             if t.batch_axis is not None and term[t.batch_axis] in letters]
+    found = [a for a in found if _extent_one(out, a) is not None]
+    return min(found) if found else None
+
+
+@rule("Concat")
+def concat(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """A computed input's batch axis, unless joined along it (constants, such as a class token
+    put before the patch tokens, have none of their own but fit any extent-1 axis)."""
+    axis = node.attrs.get("axis", 0) % out.rank if out.rank else None
+    for name in filter(None, node.inputs):
+        t = graph.tensors[name]
+        if not t.is_constant and t.batch_axis is not None and t.rank == out.rank and t.batch_axis != axis:
+            return _extent_one(out, t.batch_axis)
+    return None

@@ -273,3 +273,14 @@ layer("CELU", (0, "alpha", FLOAT, 1.0))
 layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
+
+# ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
+# Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
+# writes one row of num_output floats per word: [words] -> [num_output, words]
+layer("Embed", (0, "num_output", INT, 0), (1, "input_dim", INT, 0), (2, "bias_term", INT, 0),
+      (3, "weight_data_size", INT, 0), (18, "int8_scale_term", INT, 0),
+      weights=(WeightSpec("weight", _numel("weight_data_size"), flagged=True),
+               WeightSpec("bias", _numel("num_output"), present=_has_bias)))
+# RMSNorm picks its innermost axes by affine_size as LayerNorm does
+layer("RMSNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
+      weights=(WeightSpec("gamma", _numel("affine_size"), present=lambda p: bool(p.affine)),))

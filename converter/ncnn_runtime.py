@@ -49,7 +49,9 @@ def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: 
     ex = net.create_extractor()
     for name, array in feeds.items():
         # clone: a Mat that wraps numpy memory segfaults when an in-place layer writes to it
-        ex.input(name, ncnn.Mat(np.ascontiguousarray(array, dtype=np.float32)).clone())
+        # int32 keeps its bits (Embed reads word indices as int32); everything else is float32
+        array = np.ascontiguousarray(array, dtype=np.int32 if np.asarray(array).dtype == np.int32 else np.float32)
+        ex.input(name, ncnn.Mat(array).clone())
     result = {}
     for name in outputs:
         ret, mat = ex.extract(name)

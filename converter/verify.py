@@ -18,6 +18,7 @@ import onnx
 import onnxruntime as ort
 
 from .api import NcnnModel, convert
+from .int_inputs import ncnn_dtype
 from .ir import ConversionError, Graph, Tensor
 from .onnx_loader import prepare_model
 
@@ -146,9 +147,10 @@ def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
     return array
 
 
-def ncnn_feed(array: np.ndarray, t: Tensor) -> np.ndarray:
-    """An input as ncnn takes it: batch axis dropped, float32, a scalar as [1]."""
-    return np.atleast_1d(to_ncnn_layout(array, t)).astype(np.float32)
+def ncnn_feed(array: np.ndarray, t: Tensor, dtype: str = "float32") -> np.ndarray:
+    """An input as ncnn takes it: batch axis dropped, a scalar as [1], float32 numbers (or
+    int32 for an Embed's word indices: converter/int_inputs.py)."""
+    return np.atleast_1d(to_ncnn_layout(array, t)).astype(dtype)
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, str | None]:
@@ -279,7 +281,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
     progress("running onnxruntime")
     reference = onnxruntime_all(proto, feeds)
-    ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name]) for name in converted.graph.inputs}
+    ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))
+                  for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0))

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from converter import convert  # noqa: E402
 from converter.cli import parse_dims  # noqa: E402
+from converter.int_inputs import ncnn_dtype  # noqa: E402
 from converter.verify import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
 
@@ -62,7 +63,7 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
     options.intra_op_num_threads = THREADS
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    ncnn_feeds = {n: ncnn_feed(feeds[n], model.graph.tensors[n]) for n in model.graph.inputs}
+    ncnn_feeds = {n: ncnn_feed(feeds[n], model.graph.tensors[n], ncnn_dtype(model.graph, n)) for n in model.graph.inputs}
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "m.param", Path(folder) / "m.bin"
         model.save(param, bin_)

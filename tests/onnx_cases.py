@@ -15,14 +15,19 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
 
 
+def _input_info(name, shape, elem_type=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
 def make_model(nodes, inputs, outputs, initializers=(), opset=13) -> onnx.ModelProto:
-    """inputs/outputs: (name, shape) pairs, float32; initializers: (name, array) pairs.
+    """inputs/outputs: (name, shape) pairs, float32, or (name, shape, TensorProto type) triples;
+    initializers: (name, array) pairs.
 
     An output shape of None is filled in by ONNX shape inference.
     """
     graph = helper.make_graph(
         nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [_input_info(*entry) for entry in inputs],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) if s is not None else
          helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
          for n, s in outputs],
@@ -46,7 +51,13 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0, low: float = -2.0, high
             continue
         shape = [d.dim_value if d.HasField("dim_value") else (dims or {}).get(d.dim_param, 1)
                  for d in vi.type.tensor_type.shape.dim]
-        feeds[vi.name] = rng.uniform(low, high, shape).astype(np.float32)
+        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        if dtype.kind == "b":
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.kind in "iu":          # ids and masks: small non-negative integers
+            feeds[vi.name] = rng.integers(0, max(int(high), 1) + 1, shape).astype(dtype)
+        else:
+            feeds[vi.name] = rng.uniform(low, high, shape).astype(dtype)
     return feeds
 
 
@@ -57,9 +68,12 @@ def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.nda
 
 
 def to_ncnn(array: np.ndarray, entry: dict) -> np.ndarray:
-    """What a caller feeds real ncnn: drop the batch axis, then the reported ncnn shape."""
+    """What a caller feeds real ncnn: drop the batch axis, then the reported ncnn shape and dtype
+    (int32 word indices for an Embed, float32 numbers otherwise, booleans and integers included)."""
+    array = np.asarray(array)
     if entry["batch_axis"] is not None:
         array = np.squeeze(array, entry["batch_axis"])
+    array = array.astype(entry.get("dtype", "float32"))
     return array.reshape(entry["ncnn_shape"]) if None not in entry["ncnn_shape"] else array
 
 
@@ -78,6 +92,7 @@ def assert_matches_reference(model, feeds, outputs, rtol=1e-3, atol=1e-4):
     expected = onnxruntime_outputs(model, feeds)
     for name, want in expected.items():
         got = outputs[name]
+        want = want.astype(np.float64) if want.dtype.kind in "biu" else want    # ncnn gives float numbers
         assert got.size == want.size, f"{name}: ncnn gave shape {got.shape}, onnxruntime {want.shape}"
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=rtol, atol=atol, err_msg=name)
 

@@ -25,6 +25,15 @@ from .registry import KERNELS, InterpreterError
 F32 = np.float32
 
 
+def as_blob(value) -> np.ndarray:
+    """A fed array as an ncnn Mat holds it: float32, except int32 whose bits are kept (ncnn's
+    Embed reads its word indices as int32 bits; `ncnn.Mat(int32 array)` keeps them too)."""
+    value = np.asarray(value)
+    if value.dtype == np.int32:
+        return np.ascontiguousarray(value).view(F32)
+    return np.asarray(value, dtype=F32)
+
+
 @dataclass(frozen=True)
 class Step:
     node: Node
@@ -161,7 +170,7 @@ class Plan:
             raise InterpreterError(f"this plan was built for feeds {sorted(self.fed)}, got {sorted(feeds)}")
         slots: list = [None] * len(self.slot)
         for name, value in feeds.items():
-            slots[self.slot[name]] = np.asarray(value, dtype=F32)
+            slots[self.slot[name]] = as_blob(value)
         index = 0
         try:
             with self.pool, np.errstate(all="ignore"):     # ncnn makes inf and NaN silently

@@ -35,38 +35,54 @@ LAYERNORM_SPANS = {1: (1,), 2: (1,), 3: (1, 2), 4: (1, 2, 3)}
 
 @lowers("LayerNormalization")
 def layer_norm(graph: Graph, node: Node) -> list[Node]:
-    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    x, axis, normalized = _normalized_axes(graph, node)
+    scale = optional_constant(graph, node, 1, "scale")
+    bias = optional_constant(graph, node, 2, "bias")
+    if scale is None:
+        raise fail(node, graph, "scale is missing")
+    gamma = _affine(graph, node, scale, normalized)
+    beta = np.zeros_like(gamma) if bias is None else _affine(graph, node, bias, normalized)
+    params = {0: int(np.prod(normalized)), 1: float(node.attrs.get("epsilon", 1e-5)), 2: 1}
+    from .norm_statistics import statistics     # Mean / InvStdDev, when something reads them
+    stats = statistics(graph, node, x, axis)
+    if not graph.use_count(node.outputs[0]):
+        return stats
+    return normalize_trailing(graph, node, "LayerNorm", params, [gamma, beta]) + stats
+
+
+def _normalized_axes(graph: Graph, node: Node) -> tuple[Tensor, int, tuple]:
+    """The input, the first normalized axis and the normalized extents (all known)."""
+    x = graph.tensors[node.inputs[0]]
     if x.shape is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    if any(o and graph.use_count(o) for o in node.outputs[1:]):
-        raise fail(node, graph, "the Mean / InvStdDev outputs are used; ncnn LayerNorm has only the result")
     axis = node.attrs.get("axis", -1)
     if not -x.rank <= axis < x.rank:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
     axis %= x.rank
     normalized = x.shape[axis:]
-    scale = optional_constant(graph, node, 1, "scale")
-    bias = optional_constant(graph, node, 2, "bias")
-    if scale is None:
-        raise fail(node, graph, "scale is missing")
     if None in normalized:
-        raise fail(node, graph, f"normalized axes {list(normalized)} have unknown extents; ncnn LayerNorm "
+        raise fail(node, graph, f"normalized axes {list(normalized)} have unknown extents; ncnn {node.op} "
                                 "needs the affine size; give static input shapes with --input-shape")
-    gamma = _affine(graph, node, scale, normalized)
-    beta = np.zeros_like(gamma) if bias is None else _affine(graph, node, bias, normalized)
+    return x, axis, normalized
+
+
+def normalize_trailing(graph: Graph, node: Node, type_: str, params: dict, weights: list) -> list[Node]:
+    """ncnn LayerNorm / RMSNorm over the node's trailing axes from `axis` (flattened when ncnn
+    cannot pick them all)."""
+    x, axis, normalized = _normalized_axes(graph, node)
+    out = graph.tensors[node.outputs[0]]
     # the batch axis (extent 1) may be among the normalized axes; it changes nothing
     span = sum(1 for i in range(axis, x.rank) if i != x.batch_axis)
     rank = len(x.ncnn_shape)
-    params = {0: int(np.prod(normalized)), 1: float(node.attrs.get("epsilon", 1e-5)), 2: 1}
     if span in LAYERNORM_SPANS[rank]:
-        return [layer(node, graph, "LayerNorm", [x.name], [out.name], params, weights=[gamma, beta])]
+        return [layer(node, graph, type_, [x.name], [out.name], params, weights=weights)]
     if span != rank:
-        raise fail(node, graph, f"normalizing {span} of {rank} ncnn axes is not an ncnn LayerNorm form")
+        raise fail(node, graph, f"normalizing {span} of {rank} ncnn axes is not an ncnn {type_} form")
     flat, normed = (graph.fresh_name(f"{out.name}_{s}") for s in ("flat", "normed"))
     for name in (flat, normed):
         graph.add_tensor(Tensor(name, (int(np.prod(normalized)),), out.dtype))
     return [reshape_layer(graph, node, x.name, flat, {}, suffix="_flatten"),
-            layer(node, graph, "LayerNorm", [flat], [normed], params, weights=[gamma, beta]),
+            layer(node, graph, type_, [flat], [normed], params, weights=weights),
             reshape_layer(graph, node, normed, out.name, {}, suffix="_unflatten")]
 
 

@@ -46,7 +46,7 @@ def test_json_contract(tmp_path):
     assert report["layers"] == 3          # Input, MemoryData, BinaryOp: ranks already agree
     assert report["reshapes_inserted"] == 0
     assert report["inputs"] == [{"onnx": "x", "ncnn": "x", "onnx_shape": [1, 3, 4],
-                                 "ncnn_shape": [3, 4], "batch_axis": 0}]
+                                 "ncnn_shape": [3, 4], "batch_axis": 0, "dtype": "float32"}]
     assert report["outputs"][0]["ncnn_shape"] == [3, 4]
 
 

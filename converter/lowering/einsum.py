@@ -1,0 +1,168 @@
+"""ONNX Einsum -> ncnn Reduction / Permute / Reshape / MatMul (one or two operands).
+
+ncnn's own Einsum layer loops over every index in plain C (no SIMD, no blocking); the
+patterns models use (attention scores "bhqd,bhkd->bhqk", "bij,bjk->bik", projections
+"bsd,hd->bsh", transposes, sums) are batched matrix products. Letters are grouped:
+
+    B  in both operands and the output   (batch axes, numpy-broadcast by MatMul)
+    M  in the first operand and the output only      N  in the second and the output only
+    K  in both operands, not the output  (contracted)
+
+and the product is MatMul([B.., M, K], [B.., K, N]) -> [B.., M, N], with Transposes before
+and after and Reshapes merging groups of several letters. A letter in one operand only and
+not in the output is summed out first. Diagonals (a letter twice in one operand) and more
+than two operands are refused.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..ir import Graph, Node, Tensor
+from . import LOWERINGS, lowers
+from .common import fail, layer
+
+ELLIPSIS_LETTERS = string.ascii_uppercase
+
+
+def parse_equation(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """Operand and output letter strings, with '...' replaced by upper-case letters (right-aligned)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise ValueError(f"{len(terms)} operand terms for {len(ranks)} inputs")
+    widest = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
+    filler = ELLIPSIS_LETTERS[:widest]
+    expanded = []
+    for term, rank in zip(terms, ranks):
+        if "..." in term:
+            n = rank - len(term.replace("...", ""))
+            term = term.replace("...", filler[widest - n:] if n else "")
+        if len(term) != rank:
+            raise ValueError(f"term '{term}' does not match an operand of rank {rank}")
+        expanded.append(term)
+    if arrow:
+        out = rhs.replace("...", filler)
+    else:
+        once = sorted(c for c in set("".join(expanded)) if "".join(expanded).count(c) == 1 and c.islower())
+        out = filler + "".join(once)
+    return expanded, out
+
+
+class _Chain:
+    """Synthetic ONNX nodes lowered one by one; the last writes the Einsum's output."""
+
+    def __init__(self, graph: Graph, node: Node):
+        self.graph, self.node, self.layers = graph, node, []
+        self.steps: list[tuple] = []
+
+    def add(self, op: str, inputs: list[str], shape: tuple, attrs: dict | None = None,
+            const: np.ndarray | None = None) -> str:
+        name = self.graph.fresh_name(f"{self.node.outputs[0]}_{op.lower()}")
+        self.steps.append((op, list(inputs), name, shape, attrs or {}, const))
+        return name
+
+    def lower(self) -> list[Node]:
+        from ..batch_axis import RULES, same_axis
+        final = self.node.outputs[0]
+        layers = []
+        for k, (op, inputs, name, shape, attrs, const) in enumerate(self.steps):
+            last = k == len(self.steps) - 1
+            out = final if last else name
+            if const is not None:
+                inputs = inputs + [self.graph.add_constant(f"{name}_arg", const).name]
+            step = Node(f"{self.node.name}_{op.lower()}{k}", op, inputs, [out], attrs, origin=self.node.name)
+            if not last:
+                t = self.graph.add_tensor(Tensor(out, shape, self.graph.tensors[inputs[0]].dtype))
+                t.batch_axis = RULES.get(op, same_axis)(self.graph, step, t)
+            layers += LOWERINGS[op](self.graph, step)
+        return layers
+
+
+def _sum_out(chain: _Chain, name: str, letters: str, keep: set[str]) -> tuple[str, str]:
+    """Sum the letters of `name` not in `keep`."""
+    gone = [i for i, c in enumerate(letters) if c not in keep]
+    if not gone:
+        return name, letters
+    shape = tuple(d for i, d in enumerate(_shape(chain, name)) if i not in gone)
+    out = chain.add("ReduceSum", [name], shape, {"keepdims": 0}, const=np.array(gone, np.int64))
+    return out, "".join(c for i, c in enumerate(letters) if i not in gone)
+
+
+def _shape(chain: _Chain, name: str) -> tuple:
+    for _, _, step_name, shape, _, _ in chain.steps:
+        if step_name == name:
+            return shape
+    return chain.graph.tensors[name].shape
+
+
+def _transpose(chain: _Chain, name: str, letters: str, order: str) -> str:
+    if letters == order:
+        return name
+    shape = _shape(chain, name)
+    perm = [letters.index(c) for c in order]
+    return chain.add("Transpose", [name], tuple(shape[p] for p in perm), {"perm": perm})
+
+
+def _reshape(chain: _Chain, name: str, shape: tuple) -> str:
+    if tuple(_shape(chain, name)) == tuple(shape):
+        return name
+    if None in shape:
+        raise fail(chain.node, chain.graph, "merging einsum axes of unknown extent; give static input shapes")
+    return chain.add("Reshape", [name], tuple(shape), const=np.array(shape, np.int64))
+
+
+def _product(extents: dict, letters: str) -> int | None:
+    values = [extents[c] for c in letters]
+    return None if None in values else int(np.prod(values, dtype=np.int64))
+
+
+def _group(extents: dict, letters: str) -> tuple:
+    """The extent of a letter group as one axis: its own extent for one letter, 1 for none."""
+    return (extents[letters],) if len(letters) == 1 else (_product(extents, letters),)
+
+
+@lowers("Einsum")
+def einsum(graph: Graph, node: Node) -> list[Node]:
+    operands = [graph.tensors[i] for i in node.inputs]
+    if any(t.shape is None for t in operands):
+        raise fail(node, graph, "an operand's rank is unknown")
+    try:
+        terms, out = parse_equation(node.attrs["equation"], [t.rank for t in operands])
+    except ValueError as exc:
+        raise fail(node, graph, f"equation '{node.attrs['equation']}': {exc}") from None
+    if len(operands) > 2:
+        raise fail(node, graph, f"{len(operands)} operands; only one or two are lowered")
+    if any(len(set(t)) != len(t) for t in terms) or len(set(out)) != len(out):
+        raise fail(node, graph, f"equation '{node.attrs['equation']}' repeats a letter in one term "
+                                "(a diagonal or trace), which has no ncnn form")
+    chain = _Chain(graph, node)
+    if len(operands) == 1:
+        name, letters = _sum_out(chain, operands[0].name, terms[0], set(out))
+        name = _transpose(chain, name, letters, out)
+        if not chain.steps:
+            return [layer(node, graph, "Noop", [name], node.outputs[:1])]
+        return chain.lower()
+    (a, b), (ta, tb) = operands, terms
+    a_name, ta = _sum_out(chain, a.name, ta, set(tb) | set(out))
+    b_name, tb = _sum_out(chain, b.name, tb, set(ta) | set(out))
+    batch = "".join(c for c in out if c in ta and c in tb)
+    m = "".join(c for c in out if c in ta and c not in tb)
+    n = "".join(c for c in out if c in tb and c not in ta)
+    k = "".join(c for c in ta if c in tb and c not in out)
+    ext_a = dict(zip(ta, _shape(chain, a_name)))
+    ext_b = dict(zip(tb, _shape(chain, b_name)))
+    a_name = _transpose(chain, a_name, ta, batch + m + k)
+    b_name = _transpose(chain, b_name, tb, batch + k + n)
+    a_batch = tuple(ext_a[c] for c in batch)
+    b_batch = tuple(ext_b[c] for c in batch)
+    a_name = _reshape(chain, a_name, a_batch + _group(ext_a, m) + _group(ext_a, k))
+    b_name = _reshape(chain, b_name, b_batch + _group(ext_b, k) + _group(ext_b, n))
+    merged = tuple(x if x != 1 else y for x, y in zip(a_batch, b_batch))
+    product = chain.add("MatMul", [a_name, b_name], merged + _group(ext_a, m) + _group(ext_b, n))
+    extents = {**ext_b, **ext_a, **dict(zip(batch, merged))}
+    result = _reshape(chain, product, merged + tuple(extents[c] for c in m + n))
+    _transpose(chain, result, batch + m + n, out)
+    return chain.lower()
