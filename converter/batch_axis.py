@@ -113,9 +113,10 @@ def squeeze(graph: Graph, node: Node, out: Tensor) -> int | None:
 def unsqueeze(graph: Graph, node: Node, out: Tensor) -> int | None:
     x = _first(graph, node)
     axes = _axes(graph, node, out.rank or 0)
-    if x.batch_axis is None or axes is None:
+    if x.batch_axis is None or axes is None or out.rank is None:
         return None
-    return [i for i in range(out.rank) if i not in axes][x.batch_axis]
+    kept = [i for i in range(out.rank) if i not in axes]
+    return kept[x.batch_axis] if x.batch_axis < len(kept) else None
 
 
 @rule("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

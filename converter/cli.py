@@ -125,10 +125,13 @@ def cmd_verify(args) -> int:
     from .verify import verify
     from .verify_report import text_table, write_report
     progress = Progress()
-    report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
-                    seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
-                    broadcast_fix=not args.no_broadcast_fix, progress=progress,
-                    input_values=_input_values(args.input_value))
+    try:
+        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
+                        seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
+                        broadcast_fix=not args.no_broadcast_fix, progress=progress,
+                        input_values=_input_values(args.input_value))
+    finally:    # a refused model must not get a progress line after its one error line
+        progress.timer.cancel()
     progress.done()
     if args.report:
         write_report(report, args.report, title=f"onnx2ncnn verify {args.model}")

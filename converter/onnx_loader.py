@@ -128,9 +128,14 @@ def _shape_of(type_proto: onnx.TypeProto) -> tuple | None:
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
 
 
-def _dtype_of(type_proto: onnx.TypeProto) -> np.dtype:
+def _dtype_of(type_proto: onnx.TypeProto, name: str = "") -> np.dtype:
     elem = type_proto.tensor_type.elem_type
-    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else np.dtype(np.float32)
+    if not elem:
+        return np.dtype(np.float32)
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    except (KeyError, TypeError, ValueError):
+        raise ConversionError(f"tensor '{name}' has an unknown element type {elem}") from None
 
 
 def _loads_in_onnxruntime(proto: onnx.ModelProto) -> bool:
@@ -244,7 +249,7 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
         ops = sorted({f"{n.domain}.{n.op_type}" for n in g.node if n.domain in unsupported_domains})
         raise ConversionError(f"unsupported custom-domain ops: {', '.join(ops)}")
     for vi in [*g.input, *g.value_info, *g.output]:
-        graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type)))
+        graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type, _text(vi.name))))
     for init in g.initializer:
         value = _tensor_value(init, f"initializer '{_text(init.name)}'")
         graph.add_tensor(Tensor(_text(init.name), tuple(value.shape), value.dtype, value))

@@ -29,8 +29,9 @@ def _fold_conv(graph: Graph, conv: Node, s: np.ndarray, t: np.ndarray) -> list[s
     weight = graph.value(conv.inputs[1])
     bias = graph.value(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
     if weight is None or (len(conv.inputs) > 2 and conv.inputs[2] and bias is None) \
-            or weight.shape[0] != len(s):
-        return None
+            or weight.shape[0] != len(s) or (bias is not None and bias.size not in (1, len(s))) \
+            or len(conv.inputs) > 3:
+        return None            # not a plain conv: its lowering says what is wrong
     b = np.zeros(len(s)) if bias is None else bias.astype(np.float64)
     w = weight.astype(np.float64) * s.reshape((-1,) + (1,) * (weight.ndim - 1))
     return [conv.inputs[0], graph.add_constant(f"{conv.inputs[1]}_bn", w.astype(weight.dtype)).name,

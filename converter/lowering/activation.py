@@ -55,6 +55,9 @@ def tanh(graph: Graph, node: Node) -> list[Node]:
 def clip(graph: Graph, node: Node) -> list[Node]:
     low = optional_constant(graph, node, 1, "min (input 1)")
     high = optional_constant(graph, node, 2, "max (input 2)")
+    for bound, what in ((low, "min"), (high, "max")):
+        if bound is not None and bound.size != 1:
+            raise fail(node, graph, f"{what} must be one value, got shape {list(bound.shape)}")
     low = node.attrs.get("min", -FLT_MAX) if low is None else float(low.reshape(-1)[0])
     high = node.attrs.get("max", FLT_MAX) if high is None else float(high.reshape(-1)[0])
     return _one(graph, node, "Clip", {0: max(float(low), -FLT_MAX), 1: min(float(high), FLT_MAX)})

@@ -36,7 +36,10 @@ def _unary(node: Node, graph: Graph, x: str, out: str, *ops: str) -> list[Node]:
 @lowers("Cast")
 def cast(graph: Graph, node: Node) -> list[Node]:
     x, out = node.inputs[0], node.outputs[0]
-    to = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+    try:
+        to = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+    except (KeyError, TypeError, ValueError):
+        raise fail(node, graph, f"'to' = {node.attrs.get('to')} is not an ONNX element type") from None
     source = graph.tensors[x].dtype
     if to.kind == "f" and to not in EXACT_FLOATS and source.kind == "f":     # mixed-precision exports
         graph.warnings.append(f"{node.describe()}: Cast from {source} to {to} is dropped; ncnn keeps "

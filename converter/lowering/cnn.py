@@ -133,6 +133,8 @@ def wrap_1d(graph: Graph, node: Node, make, out_channels: int | None, out_len) -
 @lowers("Conv")
 def conv(graph: Graph, node: Node) -> list[Node]:
     shape, nspatial = spatial_input(graph, node)
+    if len(node.inputs) > 3:
+        raise fail(node, graph, f"Conv takes at most 3 inputs, got {len(node.inputs)}")
     weight = constant(graph, node, 1, "the weight (input 1)").astype(np.float32)
     bias = optional_constant(graph, node, 2, "the bias (input 2)")
     group = int(node.attrs.get("group", 1))
@@ -348,6 +350,9 @@ def concat(graph: Graph, node: Node) -> list[Node]:
     for name in inputs:
         t = graph.tensors[name]
         if t.is_constant and out.batch_axis is not None:
+            if t.value.ndim != out.rank or t.value.shape[out.batch_axis] != 1:
+                raise fail(node, graph, f"constant input '{name}' {list(t.value.shape)} does not have the "
+                                        f"output's rank {out.rank} with extent 1 at axis {out.batch_axis}")
             # a constant has no batch axis: drop the output's (extent-1) one from its value
             name = graph.add_constant(f"{name}_nobatch", np.squeeze(t.value, out.batch_axis)).name
         elif t.shape is None or len(t.ncnn_shape) != rank:

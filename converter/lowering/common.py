@@ -19,6 +19,12 @@ def layer(src: Node, graph: Graph, type_: str, inputs: Sequence[str], outputs: S
           params: dict[int, Any] | None = None, weights: Sequence[np.ndarray] = (),
           suffix: str = "") -> Node:
     """A new ncnn node standing for (part of) ONNX node `src`."""
+    for pid, value in (params or {}).items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, float) and not np.isfinite(v) and abs(v) != np.inf for v in values):
+            raise fail(src, graph, f"param {pid} of the {type_} layer is NaN; ncnn params cannot hold NaN")
+    if any(np.size(w) == 0 for w in weights):
+        raise fail(src, graph, f"an empty weight for the {type_} layer; ncnn cannot hold empty tensors")
     name = src.name + suffix
     if name in graph.nodes:
         name = graph.fresh_name(name)

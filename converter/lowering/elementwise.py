@@ -104,7 +104,10 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
 
 def _partial_result(graph: Graph, node: Node, operands: list[str]) -> str:
     """A tensor for op(operands...) with its own broadcast shape and batch axis."""
-    shape = broadcast_shapes(*(graph.tensors[o].shape for o in operands))
+    try:
+        shape = broadcast_shapes(*(graph.tensors[o].shape for o in operands))
+    except (ValueError, TypeError):
+        raise fail(node, graph, f"operands {[graph.tensors[o].shape for o in operands]} do not broadcast") from None
     probe = Tensor("", shape)
     axis = broadcast_batch_axis(graph, Node("", node.op, operands, []), probe)
     return new_tensor(graph, f"{node.outputs[0]}_acc", shape, axis)
