@@ -195,6 +195,16 @@ def deconvolution(p, weights, x):
     # product gives all patches, then one strided add per kernel tap
     wmat = weights[0].reshape(out_c, channels, kh, kw).transpose(2, 3, 0, 1)     # kh, kw, O, C
     taps = np.matmul(wmat, x.reshape(channels, h * w)).reshape(kh, kw, out_c, h, w)
+    return place_deconv_taps(p, weights, taps)
+
+
+def place_deconv_taps(p, weights, taps: np.ndarray) -> np.ndarray:
+    """Deconvolution's output from its per-tap products `taps` (kh, kw, out_c, h, w): one
+    strided add per kernel tap onto the bias, the fused activation, then the border cut."""
+    kh, kw, out_c, h, w = taps.shape
+    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dilation_h, p.dilation_w
+    out_h = (h - 1) * sh + dh * (kh - 1) + 1 + p.output_pad_bottom
+    out_w = (w - 1) * sw + dw * (kw - 1) + 1 + p.output_pad_right
     out = np.zeros((out_c, out_h, out_w), dtype=F32)
     if p.bias_term:
         out += weights[1].reshape(out_c, 1, 1)

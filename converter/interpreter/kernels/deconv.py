@@ -9,10 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import fail, kernel, require_rank
-from .activation import fused_activation
-from .conv import _cut_deconv_border
+from .conv import place_deconv_taps
 
-F32 = np.float32
 
 
 def grouped_deconvolution(p, weights, x: np.ndarray, group: int) -> np.ndarray:
@@ -29,22 +27,10 @@ def grouped_deconvolution(p, weights, x: np.ndarray, group: int) -> np.ndarray:
     if weights[0].size != out_c * cg * kh * kw:
         fail(f"weight has {weights[0].size} values, expected {out_c}x{cg}x{kh}x{kw} "
              f"for {channels} input channels in {group} groups")
-    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dilation_h, p.dilation_w
-    out_h = (h - 1) * sh + dh * (kh - 1) + 1 + p.output_pad_bottom
-    out_w = (w - 1) * sw + dw * (kw - 1) + 1 + p.output_pad_right
-    # one batched product gives every input pixel's kernel-sized patch, per group;
-    # then one strided add per kernel tap places them
+    # one batched product gives every input pixel's kernel-sized patch, per group
     wmat = weights[0].reshape(group, og, cg, kh, kw).transpose(0, 3, 4, 1, 2).reshape(group, kh * kw * og, cg)
     patches = np.matmul(wmat, x.reshape(group, cg, h * w)).reshape(group, kh, kw, og, h, w)
-    taps = patches.transpose(1, 2, 0, 3, 4, 5).reshape(kh, kw, out_c, h, w)
-    out = np.zeros((out_c, out_h, out_w), dtype=F32)
-    if p.bias_term:
-        out += weights[1].reshape(out_c, 1, 1)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, i * dh:i * dh + (h - 1) * sh + 1:sh, j * dw:j * dw + (w - 1) * sw + 1:sw] += taps[i, j]
-    out = fused_activation(out, p.activation_type, p.activation_params)
-    return _cut_deconv_border(p, out)
+    return place_deconv_taps(p, weights, patches.transpose(1, 2, 0, 3, 4, 5).reshape(kh, kw, out_c, h, w))
 
 
 @kernel("DeconvolutionDepthWise")
