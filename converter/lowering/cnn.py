@@ -159,11 +159,16 @@ def conv(graph: Graph, node: Node) -> list[Node]:
     weights = [weight] + ([np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (cout,))]
                           if bias is not None else [])
     type_ = "ConvolutionDepthWise" if group > 1 else "Convolution"
+    return conv_like_layer(graph, node, type_, params, weights, cout, nspatial)
 
+
+def conv_like_layer(graph: Graph, node: Node, type_: str, params: dict, weights: list, out_channels: int,
+                    nspatial: int) -> list[Node]:
+    """One windowed layer from the node's input to its output; a 1-D op runs it on (C, 1, L)."""
     def make(x: str, y: str) -> list[Node]:
         return [layer(node, graph, type_, [x], [y], params, weights)]
     if nspatial == 1:
-        return wrap_1d(graph, node, make, cout, graph.tensors[node.outputs[0]].shape[2])
+        return wrap_1d(graph, node, make, out_channels, graph.tensors[node.outputs[0]].shape[2])
     return make(node.inputs[0], node.outputs[0])
 
 

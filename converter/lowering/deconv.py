@@ -13,8 +13,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import as_2d, spatial_input, wrap_1d
-from .common import constant, fail, layer, optional_constant
+from .cnn import as_2d, conv_like_layer, spatial_input
+from .common import constant, fail, optional_constant
 
 
 @lowers("ConvTranspose")
@@ -47,12 +47,7 @@ def conv_transpose(graph: Graph, node: Node) -> list[Node]:
     weights = [ncnn_weight] + ([np.broadcast_to(np.asarray(bias, np.float32).ravel(), (cout,))]
                                if bias is not None else [])
     type_ = "DeconvolutionDepthWise" if group > 1 else "Deconvolution"
-
-    def make(x: str, y: str) -> list[Node]:
-        return [layer(node, graph, type_, [x], [y], params, weights)]
-    if nspatial == 1:
-        return wrap_1d(graph, node, make, cout, graph.tensors[node.outputs[0]].shape[2])
-    return make(node.inputs[0], node.outputs[0])
+    return conv_like_layer(graph, node, type_, params, weights, cout, nspatial)
 
 
 def _geometry(graph: Graph, node: Node, sizes, kernel: list[int], nspatial: int):
