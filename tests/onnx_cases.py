@@ -77,6 +77,16 @@ def to_ncnn(array: np.ndarray, entry: dict) -> np.ndarray:
     return array.reshape(entry["ncnn_shape"]) if None not in entry["ncnn_shape"] else array
 
 
+def node_case_inputs(case, is_fixed) -> tuple[dict, dict]:
+    """An onnx backend node case's first data set: the feeds, and the convert arguments that fix
+    the inputs `is_fixed(position, name)` selects (weights ncnn holds) and the shapes of the others."""
+    names = [i.name for i in case.model.graph.input]
+    feeds = dict(zip(names, case.data_sets[0][0]))
+    fixed = {k: v for i, (k, v) in enumerate(feeds.items()) if is_fixed(i, k)}
+    shapes = {k: list(v.shape) for k, v in feeds.items() if k not in fixed}
+    return feeds, {"input_shapes": shapes, "input_values": fixed}
+
+
 def run_converted_in_ncnn(model: onnx.ModelProto, feeds: dict, tmp_path: Path, **convert_args):
     """Convert, save, run in the real runtime; returns outputs reshaped to the ONNX shapes."""
     converted = convert(model, **convert_args)

@@ -9,8 +9,7 @@ import pytest
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.ncnn_runtime import run_ncnn
-from tests.onnx_cases import to_ncnn
+from tests.onnx_cases import node_case_inputs, run_converted_in_ncnn
 
 WEIGHTS = {"W", "R", "B", "P", "sequence_lens"}
 
@@ -28,34 +27,22 @@ CASES = recurrent_cases()
 REFUSED = {"test_lstm_with_peepholes": "peephole", **{n: "linear_before_reset=0" for n in CASES if "gru" in n}}
 
 
-def converted_case(name):
-    case = CASES[name]
-    inputs, _ = case.data_sets[0]
-    feeds = dict(zip([i.name for i in case.model.graph.input], inputs))
-    fixed = {k: v for k, v in feeds.items() if k in WEIGHTS}
-    shapes = {k: list(v.shape) for k, v in feeds.items() if k not in fixed}
-    return case, feeds, lambda: convert(case.model, input_shapes=shapes, input_values=fixed)
-
-
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n not in REFUSED))
 def test_node_case_in_real_ncnn(tmp_path, name):
-    case, feeds, convert_case = converted_case(name)
-    converted = convert_case()
-    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
-    converted.save(param, bin_)
-    io = converted.io()
-    ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-    got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
-    for entry, want in zip(io["outputs"], case.data_sets[0][1]):
-        np.testing.assert_allclose(got[entry["ncnn"]].reshape(want.shape), want, rtol=1e-3, atol=1e-4,
+    case = CASES[name]
+    feeds, args = node_case_inputs(case, lambda i, k: k in WEIGHTS)
+    converted, got = run_converted_in_ncnn(case.model, feeds, tmp_path, **args)
+    for entry, want in zip(converted.io()["outputs"], case.data_sets[0][1]):
+        np.testing.assert_allclose(got[entry["onnx"]].reshape(want.shape), want, rtol=1e-3, atol=1e-4,
                                    err_msg=entry["onnx"])
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_node_case_refused(name):
-    _, _, convert_case = converted_case(name)
+    case = CASES[name]
+    _, args = node_case_inputs(case, lambda i, k: k in WEIGHTS)
     with pytest.raises(ConversionError, match=REFUSED[name]):
-        convert_case()
+        convert(case.model, **args)
 
 
 def test_every_case_is_covered():
