@@ -273,6 +273,8 @@ layer("CELU", (0, "alpha", FLOAT, 1.0))
 layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
+# axis in numpy order (negative from the innermost); a 1-D blob ignores it
+layer("CumulativeSum", (0, "axis", INT, 0))
 
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
