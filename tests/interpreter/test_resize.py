@@ -98,6 +98,16 @@ def test_interp_size_expression_reads_second_blob(tmp_path, rng, resize_type, ex
     check(tmp_path, "Interp", params, [x, ref], rtol=1e-5)
 
 
+@pytest.mark.parametrize("expr", ["1w,2h", "*(1h,2w),1", "2w,+(1c,1h)"])
+def test_interp_fill_sized_by_two_other_blobs(tmp_path, rng, expr):
+    """The run-time fill (lowering/fill.py): a 1-D blob's values fill channels to sizes read from
+    two more blobs."""
+    params = ids("Interp", resize_type=1, size_expr=expr)
+    x = rng.standard_normal(3).astype(np.float32)
+    a, b = np.zeros((2, 9, 4), np.float32), np.zeros((5, 6), np.float32)
+    check(tmp_path, "Interp", params, [x, a, b], exact=True)
+
+
 @pytest.mark.parametrize("resize_type", [1, 2, 3], ids=["nearest", "bilinear", "bicubic"])
 def test_interp_size_expression_on_2d_blob(tmp_path, rng, resize_type):
     params = ids("Interp", resize_type=resize_type, size_expr="*(0w,3)")

@@ -122,13 +122,14 @@ def axis_matrix(resize_type: int, size: int, out: int, align_corner: bool, sized
     return matrix
 
 
-def _output_size(p, x: np.ndarray, reference) -> tuple[int, int, bool, bool]:
+def _output_size(p, x: np.ndarray, references: tuple) -> tuple[int, int, bool, bool]:
     """(out_h, out_w, sized_h, sized_w) as ncnn works them out."""
     ext = extents(x)
     h, w = (1, 1) if x.ndim == 1 else (ext["h"], ext["w"])
+    reference = references[0] if references else None
     if p.size_expr:
         # evaluated on the shapes of all bottom blobs: [outw] (outh = the input's h) or [outw, outh]
-        shapes = [x.shape] + ([reference.shape] if reference is not None else [])
+        shapes = [x.shape] + [r.shape for r in references]
         try:
             sizes = evaluate(p.size_expr, shapes)
         except ExpressionError as exc:
@@ -145,14 +146,15 @@ def _output_size(p, x: np.ndarray, reference) -> tuple[int, int, bool, bool]:
 
 
 @kernel("Interp")
-def interp(p, weights, x, reference=None):
+def interp(p, weights, x, *references):
     require_rank(x, 1, 2, 3)
+    reference = references[0] if references else None
     if p.resize_type not in (NEAREST, BILINEAR, BICUBIC):
         fail(f"unsupported resize_type {p.resize_type}")
     if reference is not None and not p.dynamic_target_size and count_blobs(p.size_expr) <= 1:
         fail("Interp reads only its first blob, but has more inputs: the real ncnn refuses to load "
              "it (invalid bottom_count for one_blob_only layer)")
-    out_h, out_w, sized_h, sized_w = _output_size(p, x, reference)
+    out_h, out_w, sized_h, sized_w = _output_size(p, x, references)
     if out_h <= 0 or out_w <= 0:
         fail(f"Interp output size {out_h}x{out_w} is empty")
     if x.ndim == 1:          # a flattened blob: each value becomes a filled channel
