@@ -13,7 +13,7 @@ import numpy as np
 # ncnn's axis names per Mat rank (innermost first) and Reshape's param ids, shared with the broadcast pass
 from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
 
-from ..expression import expression_list
+from ..expression import Expr, expression_list
 from ..ir import Graph, Node, Shape, Tensor
 from ..symbolic import Renderer
 from . import lowers
@@ -78,10 +78,29 @@ def reshape_layer(graph: Graph, src: Node, x: str, out: str, pairs: dict[int, in
     try:
         params = ncnn_reshape_params(source, target, pairs)
     except ValueError as exc:
-        raise fail(src, graph, f"{exc}; give static input shapes with --input-shape") from None
+        params = _self_referencing_shape(source, target, pairs)
+        if params is None:
+            raise fail(src, graph, f"{exc}; give static input shapes with --input-shape") from None
     if params is None:
         return layer(src, graph, "Noop", [x], [out], suffix=suffix)
     return layer(src, graph, "Reshape", [x], [out], params, suffix=suffix)
+
+
+def _self_referencing_shape(source: Shape, target: Shape, pairs: dict[int, int]) -> dict[int, str] | None:
+    """Reshape 6= naming the input's own extents, for unknown extents that move to an axis of
+    another name (copy codes only copy in place); one extent left unknown is inferred (-1)."""
+    terms, inferred = [], False
+    for i, extent in enumerate(target):
+        if extent is not None:
+            terms.append(Expr.const(int(extent)))
+        elif i in pairs:
+            terms.append(Expr.ref(0, axis_name(len(source), pairs[i])))
+        elif not inferred:
+            terms.append(Expr.const(-1))
+            inferred = True
+        else:
+            return None
+    return {6: expression_list(list(reversed(terms)))}
 
 
 def _shape_input(graph: Graph, node: Node) -> list[int]:

@@ -9,7 +9,7 @@ from converter import ConversionError
 from converter.api import NcnnModel
 from converter.ncnn_runtime import run_ncnn
 from converter.onnx_loader import load_onnx
-from onnx_cases import check_in_ncnn, make_model, onnxruntime_outputs, random_inputs
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model, onnxruntime_outputs, random_inputs
 from passes import run_pipeline
 from passes.fold_constants import fold_constants
 
@@ -76,10 +76,11 @@ def test_reshape_allowzero_with_zero_is_refused(tmp_path):
         check_in_ncnn(one_node("Reshape", [1, 0, 4], [("s", [0, 4])], {"allowzero": 1}, opset=14), tmp_path)
 
 
-def test_reshape_two_moving_unknown_extents_is_refused(tmp_path):
-    model = one_node("Reshape", [1, "A", "B"], [("s", [0, 0, 0, 1])])    # ncnn (A, B, 1): A h->c, B w->h
-    with pytest.raises(ConversionError, match="more than one unknown extent"):
-        check_in_ncnn(model, tmp_path)
+def test_reshape_moving_two_unknown_extents_names_them_in_an_expression(tmp_path):
+    """ncnn (A, B, 1): A moves h->c, B w->h, which copy codes cannot say; 6= reads them off the input."""
+    model = one_node("Reshape", [1, "A", "B"], [("s", [0, 0, 0, 1])])
+    converted = assert_one_file_many_sizes(model, tmp_path, [(3, 5), (4, 2)], dims=("A", "B"))
+    assert [n.params.get(6) for n in converted.graph.nodes.values() if n.op == "Reshape"] == ["1,0w,0h"]
 
 
 # ---- Squeeze / Unsqueeze ---------------------------------------------------
