@@ -5,8 +5,10 @@ Exporters compute a Reshape's target from the shapes of run-time tensors
 such chains when the extents are known; this pass handles the rest: one walk gives
 every shape-math tensor a list of terms over tensor extents (converter/symbolic.py),
 a Reshape fed by such a tensor keeps the terms for its lowering (ncnn Reshape
-6=shape_expr, reading the referenced tensors as extra bottoms), and the shape-math
-nodes nothing else reads are removed. Reshape outputs get the shape the terms give,
+6=shape_expr, reading the referenced tensors as extra bottoms), float tensors sized
+by them (ConstantOfShape, Range, Expand: anchor grids) are rewritten over a filled
+tensor of run-time shape (converter/runtime_fill.py), and the shape-math nodes
+nothing else reads are removed. Reshape outputs get the shape the terms give,
 and shapes are inferred again downstream; rounds repeat while they make progress
 (a shape read from a reshaped tensor needs the next round).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.runtime_fill import express_expand, express_fill, express_range
 from converter.symbolic import Term, extent, known_value, op
 
 from .infer_shapes import infer_shapes
@@ -26,6 +29,8 @@ MAX_ROUNDS = 64
 SHAPE_TERMS = "_shape_terms"       # node attribute of an expressed Reshape: its target terms
 BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
 PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
+# ops that keep integer-valued floats integers (a size cast to float for Range); not Div
+FLOAT_EXACT = PASS_THROUGH | {"Gather", "Slice", "Concat", "Add", "Sub", "Mul", "Max", "Min"}
 
 
 def _int_tensor(graph: Graph, name: str) -> bool:
@@ -44,14 +49,19 @@ class ShapeMath:
         if name in self.terms:
             return self.terms[name]
         value = self.graph.value(name)
-        if value is not None and value.dtype.kind in "iu" and value.ndim <= 1 and value.size <= 8:
+        if value is None or value.ndim > 1 or value.size > 8:
+            return None
+        if value.dtype.kind in "iu" or (value.dtype.kind == "f" and np.all(value == np.trunc(value))
+                                        and np.all(np.abs(value) < 2**31)):
             return [int(v) for v in value.reshape(-1)]
         return None
 
     def visit(self, node: Node) -> None:
         g = self.graph
         outs = [o for o in node.outputs if o]
-        if len(outs) != 1 or not _int_tensor(g, outs[0]) or g.tensors[outs[0]].is_constant:
+        if len(outs) != 1 or g.tensors[outs[0]].is_constant:
+            return
+        if not _int_tensor(g, outs[0]) and (node.op not in FLOAT_EXACT or g.tensors[outs[0]].dtype.kind != "f"):
             return
         result = self._evaluate(node)
         if result is not None:
@@ -79,6 +89,12 @@ class ShapeMath:
                 return None
         if node.op == "Slice" and inputs[0] is not None:
             return self._slice(node, inputs[0])
+        if node.op == "ReduceProd" and len(inputs) == 1 and inputs[0] is not None and node.attrs.get("keepdims", 1) \
+                and node.attrs.get("axes", [0]) in ([0], [-1]):
+            product: Term = 1
+            for t in inputs[0]:
+                product = op("*", product, t)
+            return [product]
         if node.op == "Concat" and all(t is not None for t in inputs):
             return [t for part in inputs for t in part]
         if node.op in BINARY and len(inputs) == 2 and all(t is not None for t in inputs):
@@ -119,9 +135,23 @@ def _express_reshapes(graph: Graph) -> int:
                 and graph.tensors[node.inputs[0]].rank is not None:     # else: next round, once inferred
             _express(graph, node, math.terms[node.inputs[1]])
             expressed += 1
+        else:
+            expressed += _express_fill(graph, node, math)
     if expressed:
         _remove_dead_shape_math(graph, set(math.terms))
     return expressed
+
+
+def _express_fill(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """Float tensors sized by shape math: filled tensors, index ranges, expansions."""
+    sizes = [math.terms.get(i) if i else None for i in node.inputs]
+    if node.op == "ConstantOfShape" and sizes and sizes[0] is not None:
+        return express_fill(graph, node, sizes[0])
+    if node.op == "Range" and len(sizes) == 3 and sizes[1] is not None and len(sizes[1]) == 1:
+        return express_range(graph, node, sizes[1][0])
+    if node.op == "Expand" and len(sizes) == 2 and sizes[1] is not None:
+        return express_expand(graph, node, sizes[1])
+    return False
 
 
 def _express(graph: Graph, node: Node, terms: list[Term]) -> None:

@@ -123,8 +123,9 @@ def check_in_ncnn(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = N
     return converted
 
 
-def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W")):
-    """Convert once (no --input-shape) and check the same files in real ncnn at every size."""
+def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W"), rtol=1e-3, atol=1e-4):
+    """Convert once (no --input-shape) and check the same files at every size, in the real ncnn
+    and in the interpreter; returns the conversion."""
     converted = convert(model)
     param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
     converted.save(param, bin_)
@@ -132,8 +133,11 @@ def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W")):
     for size in sizes:
         feeds = random_inputs(model, dims=dict(zip(dims, size)))
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-        got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
-        assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]})
+        names = [e["ncnn"] for e in io["outputs"]]
+        for got in (run_ncnn(param, bin_, ncnn_feeds, names), converted.run(ncnn_feeds)):
+            assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]},
+                                     rtol=rtol, atol=atol)
+    return converted
 
 
 def ncnn_layer_types(converted) -> list[str]:

@@ -142,14 +142,14 @@ def test_bundled_model_converts(tmp_path):
 
 
 def test_size_dependent_value_names_the_input_and_node(tmp_path):
-    """A size used as data (a Range over a run-time extent) has no ncnn form: ask for
-    --input-shape, naming the input and the node; with it, it converts."""
+    """A size used as data in a way ncnn cannot build (a Range from a fractional start over a
+    run-time extent) asks for --input-shape, naming the input and the node; with it, it converts."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Gather", ["s", "i"], ["h"], axis=0, name="pick_h"),
              helper.make_node("Cast", ["h"], ["hf"], to=onnx.TensorProto.FLOAT),
              helper.make_node("Range", ["zero", "hf", "one"], ["r"], name="grid"),
              helper.make_node("Add", ["x", "r"], ["y"])]
-    inits = [("i", np.array(3, np.int64)), ("zero", np.array(0, np.float32)), ("one", np.array(1, np.float32))]
+    inits = [("i", np.array(3, np.int64)), ("zero", np.array(0.5, np.float32)), ("one", np.array(1, np.float32))]
     model = make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
     path = save(model, tmp_path / "m.onnx")
     assert_bad_input(run_cli("convert", path, "-o", tmp_path), "Range node 'grid'", "input(s) x",

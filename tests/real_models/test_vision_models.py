@@ -53,9 +53,14 @@ def test_ppocrv4_rec_fixed_width(tmp_path):
 
 def test_yolov8n_fixed_size(tmp_path):
     """nudenet's YOLOv8n: nearest Resize (asymmetric, floor) as Interp; its anchor grid folds at a fixed size."""
-    for size in (320, 256):
-        shape = {"images": [1, 3, size, size]}
-        check_real_model("yolov8n_320", [shape], tmp_path, input_shapes=shape)
+    shape = {"images": [1, 3, 320, 320]}
+    check_real_model("yolov8n_320", [shape], tmp_path, input_shapes=shape)
+
+
+def test_yolov8n_two_sizes_from_one_file(tmp_path):
+    """Its anchor grid (Range, ConstantOfShape, Expand over the feature maps' sizes) is computed at run
+    time: filled Interps and CumulativeSum (converter/runtime_fill.py), not --input-shape."""
+    check_real_model("yolov8n_320", [{"images": [1, 3, 320, 320]}, {"images": [1, 3, 256, 384]}], tmp_path)
 
 
 def test_yolov8n_every_blob_through_verify():

@@ -1,0 +1,118 @@
+"""Float tensors whose extents are known only at run time, rewritten over one building block.
+
+Detectors build their anchor grids from the feature maps' sizes: Range(0, W, 1),
+ConstantOfShape([H*W, 1], stride), Expand(x, [H, W]). When those sizes are run-time
+terms (converter/symbolic.py), each becomes ONNX nodes over a ConstantOfShape whose
+shape is the terms themselves (attribute `_shape_terms`, lowered in lowering/fill.py):
+
+  Range(start, limit, delta) -> (start - delta) + delta * CumSum(ones([n]))
+                                with n = ceil((limit - start) / delta)
+  Expand(x, shape)           -> x * ones(shape)      (numpy's bidirectional broadcast)
+
+The index values come out of a float32 running sum of ones, exact below 2**24.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import numpy_helper
+
+from .ir import Graph, Node, Tensor
+from .symbolic import Term, known_value, op
+
+SHAPE_TERMS = "_shape_terms"      # node attribute: the output's shape as terms
+FILL_VALUE = "_fill_value"        # node attribute of a rewritten ConstantOfShape: its float value
+
+
+def fill_value(node: Node) -> float | None:
+    """The float a ConstantOfShape fills with (0.0 by default), None for non-float fills."""
+    value = node.attrs.get("value")
+    if value is None:
+        return 0.0
+    array = numpy_helper.to_array(value) if not isinstance(value, np.ndarray) else value
+    if array.dtype.kind != "f" or array.size != 1:
+        return None
+    return float(array.reshape(-1)[0])
+
+
+def _shape_of(terms: list[Term]) -> tuple:
+    return tuple(known_value(t) for t in terms)
+
+
+def express_fill(graph: Graph, node: Node, terms: list[Term]) -> bool:
+    """A float ConstantOfShape whose shape is run-time terms keeps them for its lowering."""
+    value = fill_value(node)
+    out = graph.tensors[node.outputs[0]]
+    if value is None or out.dtype.kind != "f" or not terms:
+        return False
+    graph.set_inputs(node, [])
+    node.attrs = {SHAPE_TERMS: list(terms), FILL_VALUE: value}
+    out.shape = _shape_of(terms)
+    return True
+
+
+def _filled(graph: Graph, src: Node, terms: list[Term], value: float, stem: str) -> str:
+    out = graph.add_tensor(Tensor(graph.fresh_name(stem), _shape_of(terms), np.dtype(np.float32)))
+    graph.add_node(Node(graph.fresh_name(f"{src.name}_fill"), "ConstantOfShape", [], [out.name],
+                        attrs={SHAPE_TERMS: list(terms), FILL_VALUE: value}, origin=src.origin or src.name))
+    return out.name
+
+
+def _binary(graph: Graph, src: Node, kind: str, a: str, b: str, out: str | None = None) -> str:
+    if out is None:
+        out = graph.add_tensor(Tensor(graph.fresh_name(f"{src.name}_{kind.lower()}"),
+                                      graph.tensors[a].shape, np.dtype(np.float32))).name
+    graph.add_node(Node(graph.fresh_name(f"{src.name}_{kind.lower()}"), kind, [a, b], [out],
+                        origin=src.origin or src.name))
+    return out
+
+
+def _integral_scalar(graph: Graph, name: str) -> int | None:
+    value = graph.value(name)
+    if value is None or value.size != 1:
+        return None
+    v = float(value.reshape(-1)[0])
+    return int(v) if np.isfinite(v) and v == int(v) else None
+
+
+def express_range(graph: Graph, node: Node, limit: Term) -> bool:
+    """Range over a run-time limit, with integral constant start and delta."""
+    out = graph.tensors[node.outputs[0]]
+    start, delta = _integral_scalar(graph, node.inputs[0]), _integral_scalar(graph, node.inputs[2])
+    if out.dtype.kind != "f" or start is None or not delta:
+        return False
+    span = op("-", limit, start) if delta > 0 else op("-", start, limit)
+    step = abs(delta)
+    count = op("//", op("+", span, step - 1), step)
+    graph.remove_node(node)
+    ones = _filled(graph, node, [count], 1.0, f"{out.name}_ones")
+    axis = graph.add_constant(f"{out.name}_axis", np.array(0, dtype=np.int64)).name
+    # the k-th value is start + delta * (k - 1) for the running count k = 1, 2, ...
+    offset = start - delta
+    counts = out.name if (delta, offset) == (1, 0) else graph.add_tensor(
+        Tensor(graph.fresh_name(f"{out.name}_counts"), (known_value(count),), np.dtype(np.float32))).name
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_cumsum"), "CumSum", [ones, axis], [counts],
+                        origin=node.origin or node.name))
+    current = counts
+    if delta != 1:
+        scale = graph.add_constant(f"{out.name}_delta", np.array(delta, dtype=np.float32)).name
+        current = _binary(graph, node, "Mul", current, scale, out.name if offset == 0 else None)
+    if offset != 0:
+        shift = graph.add_constant(f"{out.name}_offset", np.array(offset, dtype=np.float32)).name
+        _binary(graph, node, "Add", current, shift, out.name)
+    out.shape = (known_value(count),)
+    return True
+
+
+def express_expand(graph: Graph, node: Node, terms: list[Term]) -> bool:
+    """Expand to a run-time shape: x times ones of that shape broadcasts both ways, as Expand does."""
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if x.dtype.kind != "f" or x.shape is None or not terms:
+        return False
+    graph.remove_node(node)
+    ones = _filled(graph, node, terms, 1.0, f"{out.name}_ones")
+    _binary(graph, node, "Mul", x.name, ones, out.name)
+    rank = max(len(terms), x.rank)
+    aligned = [1] * (rank - x.rank) + list(x.shape)
+    target = [1] * (rank - len(terms)) + [known_value(t) for t in terms]
+    out.shape = tuple(a if b == 1 else b if a == 1 else (a or b) for a, b in zip(aligned, target))
+    return True

@@ -1,0 +1,95 @@
+"""Anchor grids over run-time sizes (Range, ConstantOfShape, Expand): one file, many sizes.
+
+Each model is converted once with its spatial size left dynamic, then run in the
+real ncnn and in the interpreter at several sizes and compared with onnxruntime.
+"""
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from converter import convert
+from converter.ir import ConversionError
+from onnx_cases import assert_one_file_many_sizes, make_model, ncnn_layer_types
+
+I64 = lambda v: np.array(v, np.int64)  # noqa: E731
+F32 = lambda v: np.array(v, np.float32)  # noqa: E731
+FLOAT = onnx.TensorProto.FLOAT
+
+
+def _extent(axis: int, name: str) -> list:
+    """Nodes making float tensor `name` = x.shape[axis]."""
+    return [helper.make_node("Gather", ["s", f"i{axis}"], [f"{name}_i"], axis=0),
+            helper.make_node("Cast", [f"{name}_i"], [name], to=FLOAT)]
+
+
+def yolo_grid_model():
+    """YOLOv8's head: centres (x+0.5, y+0.5) of an H x W feature map as an (H*W, 2) grid, its stride
+    column from ConstantOfShape([H*W, 1]), and the feature map flattened beside them."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), *_extent(2, "h"), *_extent(3, "w"),
+             helper.make_node("Range", ["zero", "w", "one"], ["rw"]),
+             helper.make_node("Range", ["zero", "h", "one"], ["rh"]),
+             helper.make_node("Add", ["rw", "half"], ["sx"]),
+             helper.make_node("Add", ["rh", "half"], ["sy"]),
+             helper.make_node("Unsqueeze", ["sy", "ax1"], ["sy_col"]),
+             helper.make_node("Shape", ["sy"], ["nh"]),
+             helper.make_node("Shape", ["sx"], ["nw"]),
+             helper.make_node("Concat", ["nh", "nw"], ["hw"], axis=0),
+             helper.make_node("Expand", ["sx", "hw"], ["gx"]),
+             helper.make_node("Expand", ["sy_col", "hw"], ["gy"]),
+             helper.make_node("Unsqueeze", ["gx", "axm1"], ["gx1"]),
+             helper.make_node("Unsqueeze", ["gy", "axm1"], ["gy1"]),
+             helper.make_node("Concat", ["gx1", "gy1"], ["g"], axis=-1),
+             helper.make_node("Reshape", ["g", "pairs"], ["grid"]),
+             helper.make_node("ReduceProd", ["hw"], ["n"], keepdims=1),
+             helper.make_node("Concat", ["n", "one_i"], ["n1"], axis=0),
+             helper.make_node("ConstantOfShape", ["n1"], ["stride"],
+                              value=helper.make_tensor("v", FLOAT, [1], [8.0])),
+             helper.make_node("Mul", ["grid", "stride"], ["scaled"]),
+             helper.make_node("Relu", ["x"], ["feat"])]
+    inits = [("zero", F32(0)), ("one", F32(1)), ("half", F32(0.5)), ("i2", I64(2)), ("i3", I64(3)),
+             ("ax1", I64([1])), ("axm1", I64([-1])), ("pairs", I64([-1, 2])), ("one_i", I64([1]))]
+    return make_model(nodes, [("x", [1, 4, "H", "W"])], [("scaled", None), ("feat", None)], inits)
+
+
+def strided_range_model(start: float, delta: float):
+    """Range(start, W, delta) times the columns of x: a run-time count with a constant start and step."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), *_extent(3, "w"),
+             helper.make_node("Range", ["start", "w", "delta"], ["r"]),
+             helper.make_node("Mul", ["r", "two"], ["y"])]
+    inits = [("start", F32(start)), ("delta", F32(delta)), ("i3", I64(3)), ("two", F32(2))]
+    return make_model(nodes, [("x", [1, 2, 3, "W"])], [("y", None)], inits)
+
+
+def filled_volume_model():
+    """ConstantOfShape([2, H, W]) + x[0]: a 3-D fill whose channel count is known."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "two", "four"], ["hw"]),
+             helper.make_node("Concat", ["c", "hw"], ["shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["shape"], ["fill"],
+                              value=helper.make_tensor("v", FLOAT, [1], [-1.5])),
+             helper.make_node("Add", ["x", "fill"], ["y"])]
+    inits = [("two", I64([2])), ("four", I64([4])), ("c", I64([2]))]
+    return make_model(nodes, [("x", [1, 2, "H", "W"])], [("y", None)], inits)
+
+
+def test_yolo_anchor_grid_at_many_sizes(tmp_path):
+    converted = assert_one_file_many_sizes(yolo_grid_model(), tmp_path, [(4, 5), (7, 3), (20, 32)], rtol=0, atol=0)
+    types = ncnn_layer_types(converted)
+    assert "CumulativeSum" in types and "Interp" in types
+    assert not {"Range", "Expand", "ConstantOfShape", "Shape"} & set(types)
+
+
+@pytest.mark.parametrize("start,delta", [(0, 1), (1, 2), (3, 1), (20, -2), (-4, 3)])
+def test_range_with_run_time_limit(tmp_path, start, delta):
+    assert_one_file_many_sizes(strided_range_model(start, delta), tmp_path, [(7,), (12,)], dims=("W",), rtol=0, atol=0)
+
+
+def test_three_dimensional_fill(tmp_path):
+    assert_one_file_many_sizes(filled_volume_model(), tmp_path, [(3, 4), (6, 2)], rtol=0, atol=0)
+
+
+def test_fractional_range_start_still_asks_for_a_fixed_shape():
+    """A count of steps from a non-integral start is not a run-time term: the old refusal stands."""
+    with pytest.raises(ConversionError, match="--input-shape x="):
+        convert(strided_range_model(0.5, 1))
