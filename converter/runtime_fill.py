@@ -17,7 +17,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from .ir import Graph, Node, Tensor
-from .symbolic import Term, known_value, op
+from .symbolic import Term, known_value, op, pin_refs
 
 SHAPE_TERMS = "_shape_terms"      # node attribute: the output's shape as terms
 FILL_VALUE = "_fill_value"        # node attribute of a rewritten ConstantOfShape: its float value
@@ -46,14 +46,16 @@ def express_fill(graph: Graph, node: Node, terms: list[Term]) -> bool:
         return False
     graph.set_inputs(node, [])
     node.attrs = {SHAPE_TERMS: list(terms), FILL_VALUE: value}
+    pin_refs(graph, node, terms)
     out.shape = _shape_of(terms)
     return True
 
 
 def _filled(graph: Graph, src: Node, terms: list[Term], value: float, stem: str) -> str:
     out = graph.add_tensor(Tensor(graph.fresh_name(stem), _shape_of(terms), np.dtype(np.float32)))
-    graph.add_node(Node(graph.fresh_name(f"{src.name}_fill"), "ConstantOfShape", [], [out.name],
-                        attrs={SHAPE_TERMS: list(terms), FILL_VALUE: value}, origin=src.origin or src.name))
+    fill = graph.add_node(Node(graph.fresh_name(f"{src.name}_fill"), "ConstantOfShape", [], [out.name],
+                               attrs={SHAPE_TERMS: list(terms), FILL_VALUE: value}, origin=src.origin or src.name))
+    pin_refs(graph, fill, terms)
     return out.name
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .expression import Expr
-from .ir import Graph, Tensor
+from .ir import Graph, Node, Tensor
 from .ncnn_layers import AXIS_NAMES
 
 MAX_BLOBS = 10      # an expression names blobs 0..9
@@ -71,15 +71,34 @@ def refs(term: Term) -> list[Ref]:
     return []
 
 
+REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
+
+
+def pin_refs(graph: Graph, node: Node, terms: list[Term]) -> None:
+    """Make the tensors `terms` read the last inputs of `node`: rewrites before lowering (fusions,
+    Identity removal) then see them used and rename them there, not only inside the terms."""
+    names = sorted({r.tensor for t in terms for r in refs(t)})
+    node.attrs[REFS] = names
+    graph.set_inputs(node, [*node.inputs, *names])
+
+
+def pinned_inputs(node: Node) -> list[str]:
+    return node.inputs[len(node.inputs) - len(node.attrs.get(REFS, [])):] if node.attrs.get(REFS) else []
+
+
 class Renderer:
     """Turns terms into an ncnn expression for a layer whose bottom 0 is `first`;
-    every other referenced tensor is appended to `bottoms`."""
+    every other referenced tensor is appended to `bottoms`. A node's pinned inputs
+    (pin_refs) stand for the tensors its terms were written against."""
 
-    def __init__(self, graph: Graph, first: str):
+    def __init__(self, graph: Graph, first: str, node: Node | None = None):
         self.graph = graph
         self.bottoms = [first]
+        names = node.attrs.get(REFS, []) if node is not None else []
+        self.current = dict(zip(names, pinned_inputs(node))) if names else {}
 
     def blob(self, tensor: str) -> int:
+        tensor = self.current.get(tensor, tensor)
         if tensor not in self.bottoms:
             if len(self.bottoms) == MAX_BLOBS:
                 raise ValueError(f"the expression would read more than {MAX_BLOBS} blobs")
@@ -93,7 +112,7 @@ class Renderer:
             a, b = self.render(term.a), self.render(term.b)
             return {"+": a.__add__, "-": a.__sub__, "*": a.__mul__, "//": a.__floordiv__}.get(
                 term.name, lambda o: a.call(term.name, o))(b)
-        t: Tensor = self.graph.tensors[term.tensor]
+        t: Tensor = self.graph.tensors[self.current.get(term.tensor, term.tensor)]
         axis = t.ncnn_axis(term.axis)
         if axis is None:
             return Expr.const(1)

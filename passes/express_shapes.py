@@ -18,7 +18,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.runtime_fill import express_expand, express_fill, express_range
-from converter.symbolic import Term, extent, known_value, op
+from converter.symbolic import Term, extent, known_value, op, pin_refs
 
 from .infer_shapes import infer_shapes
 
@@ -161,6 +161,7 @@ def _express(graph: Graph, node: Node, terms: list[Term]) -> None:
               for i, t in enumerate(terms)]
     node.attrs[SHAPE_TERMS] = target
     graph.replace_input(node, 1, "")
+    pin_refs(graph, node, target)
     shape = [known_value(t) if known_value(t) != -1 else None for t in target]
     if -1 in target and x.shape is not None and None not in x.shape and None not in shape[:target.index(-1)] \
             and all(s is not None for i, s in enumerate(shape) if target[i] != -1):

@@ -38,7 +38,7 @@ def constant_of_shape(graph: Graph, node: Node) -> list[Node]:
                                 "ncnn can size only the two innermost at run time")
     width, height = terms[-1], (terms[-2] if rank >= 2 else 1)
     source = graph.add_constant(f"{out.name}_value", np.full(channels, value, dtype=np.float32)).name
-    renderer = Renderer(graph, source)
+    renderer = Renderer(graph, source, node)
     try:
         size = expression_list([renderer.render(width), renderer.render(height)])
     except ValueError as exc:

@@ -132,7 +132,7 @@ def expressed_reshape(graph: Graph, node: Node, terms: list, x_name: str | None 
     kept = [t for i, t in enumerate(terms) if i != out.batch_axis] or [1]
     if len(kept) > 4:
         raise fail(node, graph, f"the target has {len(kept)} axes without the batch axis; ncnn holds at most 4")
-    renderer = Renderer(graph, x.name)
+    renderer = Renderer(graph, x.name, node)
     try:
         expr = expression_list([renderer.render(t) for t in reversed(kept)])
     except ValueError as exc:

@@ -47,10 +47,32 @@ def arithmetic_model():
     return make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
 
 
+def renamed_reference_model():
+    """The target reads the shape of an Identity's output (removed when lowered) and of a Conv output
+    that a BatchNormalization would otherwise absorb: the expression must follow both."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["bn"]),
+             helper.make_node("Identity", ["bn"], ["same"]),
+             helper.make_node("Shape", ["same"], ["s"]),
+             helper.make_node("Gather", ["s", "i"], ["h"], axis=0),
+             helper.make_node("Shape", ["c"], ["sc"]),
+             helper.make_node("Gather", ["sc", "j"], ["w_"], axis=0),
+             helper.make_node("Unsqueeze", ["h", "ax"], ["hu"]),
+             helper.make_node("Unsqueeze", ["w_", "ax"], ["wu"]),
+             helper.make_node("Concat", ["one", "hu", "wu", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["bn", "shape"], ["y"])]
+    rng = np.random.default_rng(1)
+    inits = [("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32)),
+             *[(n, rng.uniform(0.5, 1.5, 4).astype(np.float32)) for n in ("g", "b", "m", "v")],
+             ("i", I64(2)), ("j", I64(3)), ("ax", I64([0])), ("one", I64([1])), ("m1", I64([-1]))]
+    return make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
+
+
 @pytest.mark.parametrize("build, sizes", [
     (gather_concat_model, [(4, 5), (7, 3)]),
     (paddle_chain_model, [(2, 4), (5, 8)]),
     (arithmetic_model, [(4, 5), (2, 3)]),
+    (renamed_reference_model, [(4, 5), (6, 3)]),
 ])
 def test_one_file_runs_at_many_sizes(tmp_path, build, sizes):
     model = build()
