@@ -73,6 +73,9 @@ def infer_shapes(graph: Graph) -> dict:
     """Infer, then fold the Shape nodes that newly known extents make constant; repeat while that helps."""
     from .fold_constants import fold_constants
     stats = {"shapes_filled": 0}
+    # folding has turned Constant nodes into values: axes that only they held (opset-11 attributes
+    # moved to inputs at load) now decide where the batch axis goes
+    assign_batch_axes(graph)
     for _ in range(MAX_ROUNDS):
         filled = _infer_once(graph)
         stats["shapes_filled"] += filled

@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from converter import convert
-from onnx_cases import assert_one_file_many_sizes, check_in_ncnn
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model
 
 CONV_W = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
 
@@ -88,3 +88,18 @@ def test_shape_chain_hidden_from_load_time_inference(tmp_path):
     feeds = {"x": np.random.default_rng(2).standard_normal((1, 3, 5, 4)).astype(np.float32)}
     converted = check_in_ncnn(model, tmp_path, feeds=feeds)
     assert converted.stats["shapes_filled"] >= 1
+
+
+def test_opset11_squeeze_keeps_the_batch_axis(tmp_path):
+    """paddle2onnx's PP-OCRv6 rec (opset 11): Squeeze(axes=[2]) -> Transpose -> Unsqueeze -> depthwise
+    Conv. The axes arrive as a Constant node, folded after load: the batch axis must follow them."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[4, 2], strides=[4, 2]),
+             helper.make_node("Squeeze", ["p"], ["s"], axes=[2]),
+             helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["t"], ["t2"], perm=[0, 2, 1]),
+             helper.make_node("Unsqueeze", ["t2"], ["u"], axes=[2]),
+             helper.make_node("Conv", ["u", "w"], ["y"], group=6, pads=[0, 1, 0, 1], kernel_shape=[1, 3])]
+    model = make_model(nodes, [("x", ["N", 6, 4, "W"])], [("y", None)],
+                       [("w", rng.standard_normal((6, 1, 1, 3)).astype(np.float32))], opset=11)
+    assert_one_file_many_sizes(model, tmp_path, [(1, 8), (1, 12)], dims=("N", "W"))
