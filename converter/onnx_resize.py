@@ -79,6 +79,14 @@ def _cubic_coefficients(s: np.ndarray, a: F32) -> np.ndarray:
                      ((a * (two + 1) - 5 * a) * (two + 1) + 8 * a) * (two + 1) - 4 * a], axis=1).astype(F32)
 
 
+def nearest_sources(m: ResizeMode, size: int, out: int, scale: float) -> np.ndarray:
+    """The source index of each output position of a nearest resize (the one-hot rows of axis_matrix)."""
+    scale = F32(scale)
+    x = np.arange(out, dtype=F32)
+    coord = x if scale == 1 else _source_coordinate(m.transform, x, scale, out, size)
+    return np.clip(_nearest_index(m.nearest_mode, coord, bool(scale < 1)), 0, size - 1).astype(np.int64)
+
+
 def axis_matrix(m: ResizeMode, size: int, out: int, scale: float) -> np.ndarray:
     """The (out, size) matrix onnxruntime applies along an axis of `size` resized to `out`
     with scale `scale` (the given one, or out/size when sizes were given)."""
@@ -89,8 +97,7 @@ def axis_matrix(m: ResizeMode, size: int, out: int, scale: float) -> np.ndarray:
     rows = np.arange(out)
     matrix = np.zeros((out, size))
     if m.mode == "nearest":
-        index = _nearest_index(m.nearest_mode, coord, bool(scale < 1))
-        matrix[rows, np.clip(index, 0, size - 1).astype(np.int64)] = 1
+        matrix[rows, nearest_sources(m, size, out, scale)] = 1
     elif m.mode == "linear":
         c = np.clip(coord, F32(0), F32(size - 1))
         low = np.minimum(c.astype(np.int64), size - 1)

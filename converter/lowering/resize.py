@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..interpreter.kernels.resize import axis_matrix as ncnn_matrix
+from ..interpreter.kernels.resize import axis_matrix as ncnn_matrix, nearest_sources as ncnn_nearest
 from ..ir import Graph, Node
-from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matrix
+from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matrix, nearest_sources as onnx_nearest
 from . import lowers
 from .common import fail, layer, new_tensor
 from .cnn import require_float
@@ -205,13 +205,18 @@ def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) ->
             ncnn_out = int(F32(size) * F32(scale)) if style == "scale" else out
             if ncnn_out != out:
                 return f"ncnn's output extent {ncnn_out} from scale {scale:g} differs from {out}"
+            one_hot = resize_type == 1 and mode.mode == "nearest"   # compare source indices, not matrices
             try:
-                want = onnx_matrix(mode, size, out, scale)
+                want = onnx_nearest(mode, size, out, scale) if one_hot else onnx_matrix(mode, size, out, scale)
             except Unmodelled as exc:
                 return str(exc)
             if out == size and all(a is None or a is ax or not a.touched or
                                    (a.size is not None and a.out == a.size) for a in wh):
                 continue                                   # both runtimes copy the input
+            if one_hot:
+                if not np.array_equal(ncnn_nearest(size, out, style != "scale", scale), want):
+                    return f"different source pixels resizing {size} -> {out}"
+                continue
             got = ncnn_matrix(resize_type, size, out, bool(align), style != "scale", scale)
             if got is None:
                 return f"ncnn's Interp cannot resize an extent of {size} to {out} this way"

@@ -101,6 +101,12 @@ def _resize_axis(p, x: np.ndarray, axis: int, out: int, sized: bool, scale: floa
     return _resample(x, axis, idx, wts)
 
 
+def nearest_sources(size: int, out: int, sized: bool, scale: float) -> np.ndarray:
+    """The source index of each output position of ncnn's nearest Interp along one axis."""
+    step = _nearest_step(size, out, sized, scale)
+    return np.minimum((np.arange(out).astype(F32) * step).astype(np.int64), size - 1)
+
+
 def axis_matrix(resize_type: int, size: int, out: int, align_corner: bool, sized: bool,
                 scale: float) -> np.ndarray | None:
     """The (out, size) matrix ncnn's Interp applies along one axis, or None where ncnn would
@@ -109,8 +115,7 @@ def axis_matrix(resize_type: int, size: int, out: int, align_corner: bool, sized
     rows = np.arange(out)
     matrix = np.zeros((out, size))
     if resize_type == NEAREST:
-        step = _nearest_step(size, out, sized, scale)
-        matrix[rows, np.minimum((rows.astype(F32) * step).astype(np.int64), size - 1)] = 1
+        matrix[rows, nearest_sources(size, out, sized, scale)] = 1
         return matrix
     if align_corner and out == 1:
         return None
