@@ -75,6 +75,9 @@ def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
     terms = node.attrs.get("_shape_terms")
     if terms is not None:
         return 0 if terms[0] == 1 else None
+    target = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    if out.shape[0] is None and target is not None and target.size and int(target.reshape(-1)[0]) == -1:
+        return None     # a leading -1 that absorbs run-time sizes (flattening [1, 1, T]) is no batch
     return _extent_one(out, 0)
 
 

@@ -76,6 +76,7 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
     if unknown:
         raise ConversionError(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
                               f"the model's inputs are {', '.join(inputs) or 'none'}")
+    named = _named_dim_values(inputs, input_shapes)
     for name, value_info in inputs.items():
         dims = value_info.type.tensor_type.shape.dim
         if name in input_shapes:
@@ -99,6 +100,32 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
         elif len(dims) >= 2 and not dims[0].HasField("dim_value"):
             dims[0].Clear()
             dims[0].dim_value = 1      # a dynamic leading (batch) dim defaults to 1
+    for value_info in inputs.values():
+        for dim in value_info.type.tensor_type.shape.dim:
+            if dim.dim_param in named:     # a dim named like a fixed one is the same size (ONNX)
+                value = named[dim.dim_param]
+                dim.Clear()
+                dim.dim_value = value
+
+
+def _named_dim_values(inputs: dict, input_shapes: dict[str, list[int]]) -> dict[str, int]:
+    """dim_param -> size for the named dims that --input-shape fixes (or, for an input it does not
+    name, the dynamic leading batch dim that defaults to 1): inputs sharing a name share the size."""
+    explicit: dict[str, tuple[str, int]] = {}
+    defaults: dict[str, int] = {}
+    for name, value_info in inputs.items():
+        dims = value_info.type.tensor_type.shape.dim
+        if name in input_shapes:
+            for dim, new in zip(dims, input_shapes[name]):
+                if not dim.dim_param or new is None:
+                    continue
+                seen = explicit.setdefault(dim.dim_param, (name, new))
+                if seen[1] != new:
+                    raise ConversionError(f"--input-shape: dim '{dim.dim_param}' is {seen[1]} in {seen[0]} "
+                                          f"but {new} in {name}; the model names them as one size")
+        elif len(dims) >= 2 and dims[0].dim_param:
+            defaults[dims[0].dim_param] = 1
+    return {**defaults, **{param: value for param, (_, value) in explicit.items()}}
 
 
 def _apply_input_values(proto: onnx.ModelProto, input_values: dict[str, object]) -> None:

@@ -6,6 +6,7 @@ from typing import Callable
 
 from converter.ir import Graph
 
+from .convert_batched_conv1d import convert_batched_conv1d
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -42,6 +43,9 @@ PIPELINE: list[Pass] = [
     fuse_swish,
     fuse_hardswish,
     fuse_gelu,
+    # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
+    # cannot drop becomes a 2-D one before lowering
+    convert_batched_conv1d,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
     lower_onnx,

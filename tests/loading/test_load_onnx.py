@@ -67,6 +67,26 @@ def test_input_shape_fixes_dynamic_dims():
     assert io["outputs"][0]["ncnn_shape"] == [7, 3]
 
 
+@pytest.mark.parametrize("input_shapes, want", [
+    ({}, [2, 1, 3]), ({"x": [1, 5]}, [2, 1, 3]), ({"x": [4, 5]}, [2, 4, 3]), ({"x": [None, 5]}, [2, None, 3])])
+def test_inputs_sharing_a_dim_name_share_its_size(input_shapes, want):
+    """state [2, N, 3] has a fixed leading dim, but its N is x's N: fixed (or defaulted to 1) with it."""
+    model = make_model([helper.make_node("Gather", ["state", "i"], ["h"], axis=0),
+                        helper.make_node("Add", ["h", "x0"], ["y"]),
+                        helper.make_node("ReduceSum", ["x", "a"], ["x0"], keepdims=1)],
+                       [("x", ["N", "T"]), ("state", [2, "N", 3])], [("y", None)],
+                       [("i", np.array(0, np.int64)), ("a", np.array([1], np.int64))])
+    io = convert(model, input_shapes=input_shapes).io()
+    assert io["inputs"][1]["onnx_shape"] == want
+
+
+def test_conflicting_sizes_of_one_dim_name_are_refused():
+    model = make_model([helper.make_node("Add", ["x", "z"], ["y"])], [("x", ["N", 3]), ("z", ["N", 3])],
+                       [("y", None)])
+    with pytest.raises(ConversionError, match="dim 'N' is 1 in x but 2 in z"):
+        convert(model, input_shapes={"x": [1, 3], "z": [2, 3]})
+
+
 def _external_model(tmp_path, location):
     model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", [1, 4, 64])],
                        [("y", [1, 4, 64])], [("w", np.linspace(0, 1, 64, dtype=np.float32))])

@@ -54,6 +54,16 @@ def test_reshape_dynamic_extent_uses_copy_and_infer_codes(shape, ncnn_params, tm
     assert reshape.params == ncnn_params
 
 
+@pytest.mark.parametrize("shape", [[-1], [-1, 4]])
+def test_reshape_flattening_a_dynamic_extent_is_no_batch(shape, tmp_path):
+    """[1, T, 8] -> [-1]: the leading -1 takes T * 8 at run time, so it is no batch axis of 1
+    (it once was, and the output was reported as the ncnn blob [1])."""
+    model = one_node("Reshape", [1, "T", 8], [("s", shape)])
+    for t in (1, 3):
+        converted = check_in_ncnn(model, tmp_path, dims={"T": t})
+        assert converted.io()["outputs"][0]["batch_axis"] is None
+
+
 def test_reshape_dynamic_copy_codes_for_same_named_axes(tmp_path):
     # (1, A, 2, 3, B) -> (1, A, 3, 2, B): A stays c and B stays w, so both are copied (0)
     model = one_node("Reshape", [1, "A", 2, 3, "B"], [("s", [0, 0, 3, 2, 0])])
