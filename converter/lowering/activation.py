@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..ncnn_layers import UNARY_OPS
+from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from . import lowers
 from .cnn import require_float
-from .common import fail, layer, optional_constant
+from .common import fail, layer, new_tensor, optional_constant
 
 UNARY = {"Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Sqrt": "sqrt", "Exp": "exp",
          "Log": "log", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
@@ -53,6 +53,8 @@ def tanh(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("Clip")
 def clip(graph: Graph, node: Node) -> list[Node]:
+    if any(i and graph.value(i) is None for i in node.inputs[1:3]):
+        return _clip_by_tensors(graph, node)
     low = optional_constant(graph, node, 1, "min (input 1)")
     high = optional_constant(graph, node, 2, "max (input 2)")
     for bound, what in ((low, "min"), (high, "max")):
@@ -61,6 +63,25 @@ def clip(graph: Graph, node: Node) -> list[Node]:
     low = node.attrs.get("min", -FLT_MAX) if low is None else float(low.reshape(-1)[0])
     high = node.attrs.get("max", FLT_MAX) if high is None else float(high.reshape(-1)[0])
     return _one(graph, node, "Clip", {0: max(float(low), -FLT_MAX), 1: min(float(high), FLT_MAX)})
+
+
+def _clip_by_tensors(graph: Graph, node: Node) -> list[Node]:
+    """Bounds computed at run time (a spectrogram's floor at its max - 80 dB): min(max(x, lo), hi)
+    as BinaryOps, ONNX's order, so a lo above hi gives hi as onnxruntime does."""
+    from .elementwise import binary
+    require_float(graph, node)
+    x, out = graph.tensors[node.inputs[0]], node.outputs[0]
+    bounds = [(i, op) for i, op in zip(node.inputs[1:3], ("max", "min")) if i]
+    for name, _ in bounds:
+        bound = graph.tensors[name]
+        if bound.shape is not None and int(np.prod([d or 2 for d in bound.shape])) != 1:
+            raise fail(node, graph, f"bound '{name}' must be one value, got shape {list(bound.shape)}")
+    layers, current = [], x.name
+    for k, (name, op) in enumerate(bounds):
+        target = out if k == len(bounds) - 1 else new_tensor(graph, f"{out}_low", x.shape, x.batch_axis)
+        layers.append(binary(graph, node, current, name, BINARY_OPS[op], target, suffix=f"_{op}"))
+        current = target
+    return layers
 
 
 def _hard_params(graph: Graph, node: Node, alpha: float, beta: float) -> dict:
