@@ -8,8 +8,14 @@ become the branch's. The spliced nodes and everything downstream of them are
 then visited once, in order: each is folded if its inputs are now constants,
 else its output shapes are inferred again (onnx's per-node inference, with
 constant inputs as data) and its batch axis re-derived. Nested Ifs are inlined
-when the walk reaches them. Loop, Scan and Ifs with a run-time condition are
-refused, all named in one error.
+when the walk reaches them.
+
+An If whose condition is known only at run time (a wake-word model verifying
+only above a threshold) has both branches spliced in and each output chosen by
+Where(cond, then, else): every ONNX op but the loops is a pure function, so
+computing both and selecting gives the If's result, provided both branches give
+the same shape (checked once the walk has inferred them). Loop, Scan and Ifs
+whose branches hold them are refused, all named in one error.
 
 The same walk re-infers every node whose output shape is still incomplete,
 now that folding has made more inputs constants: a size a nested If reads
@@ -40,7 +46,7 @@ def inline_if(graph: Graph) -> dict:
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed
     failures: dict[str, str] = {}
     refused: list[str] = []
-    inlined = 0
+    inlined, selects = 0, []
     work = deque(graph.topological())
     while work:
         node = work.popleft()
@@ -51,6 +57,15 @@ def inline_if(graph: Graph) -> dict:
             work.extendleft(reversed(spliced))
             changed.update(node.outputs)
             inlined += 1
+        elif node.op == "If" and not _input_sources(graph, node.inputs[0])[1] \
+                and not any(_loops(node.attrs[b]) for b in ("then_branch", "else_branch")):
+            # (a condition on run-time sizes has no ncnn form itself: refused below, naming the input)
+            why = _why_refused(graph, node)
+            spliced, pairs = _select(graph, node, scopes.pop(node.name, {}), scopes)
+            selects.append((why, pairs))
+            work.extendleft(reversed(spliced))
+            changed.update(node.outputs)
+            inlined += 1
         elif node.op in CONTROL_FLOW:
             refused.append(_why_refused(graph, node))
         elif node.name in scopes or changed.intersection(node.inputs) or _incomplete(graph, node):
@@ -58,9 +73,32 @@ def inline_if(graph: Graph) -> dict:
             outputs = list(node.outputs)
             if fold_node(graph, node, failures) or _refine(graph, node):
                 changed.update(outputs)
+    refused += _unequal_branches(graph, selects)
     if refused:
         raise ConversionError("control flow ncnn cannot run, nothing written: " + "; ".join(refused))
     return {"ifs_inlined": inlined, "fold_failures_after_inlining": failures}
+
+
+def _loops(branch: onnx.GraphProto) -> bool:
+    """The branch holds a Loop or Scan, at any depth."""
+    for proto in branch.node:
+        if proto.op_type in ("Loop", "Scan"):
+            return True
+        if any(a.type == onnx.AttributeProto.GRAPH and _loops(a.g) for a in proto.attribute):
+            return True
+    return False
+
+
+def _unequal_branches(graph: Graph, selects: list) -> list[str]:
+    refused = []
+    for why, pairs in selects:
+        for then, else_ in pairs:
+            a, b = graph.tensors[then].shape, graph.tensors[else_].shape
+            if a is None or a != b:
+                refused.append(f"{why[:-1]}; computing both branches and selecting needs equal shapes, "
+                               f"got {a and list(a)} and {b and list(b)})")
+                break
+    return refused
 
 
 def _incomplete(graph: Graph, node: Node) -> bool:
@@ -110,6 +148,34 @@ def _inline(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> li
     branch: onnx.GraphProto = node.attrs["then_branch" if bool(np.asarray(graph.value(node.inputs[0])).reshape(-1)[0])
                                          else "else_branch"]
     graph.remove_node(node)
+    return _splice(graph, node, branch, outer, scopes, node.outputs)
+
+
+def _select(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> tuple[list[Node], list]:
+    """Replace If `node` by both branches and a Where per output; returns the new nodes and the
+    (then, else) tensor pairs whose shapes must agree."""
+    graph.remove_node(node)
+    spliced, outputs = [], {}
+    for key in ("then_branch", "else_branch"):
+        targets = []
+        for out in node.outputs:
+            name = graph.fresh_name(f"{out or node.name}_{key[:4]}")
+            graph.add_tensor(Tensor(name, None, graph.tensors[out].dtype if out in graph.tensors else np.dtype(np.float32)))
+            targets.append(name)
+        outputs[key] = targets
+        spliced += _splice(graph, node, node.attrs[key], outer, scopes, targets)
+    pairs = []
+    for out, then, else_ in zip(node.outputs, outputs["then_branch"], outputs["else_branch"]):
+        if out:
+            spliced.append(graph.add_node(Node(graph.fresh_name(f"{node.name}_select"), "Where",
+                                               [node.inputs[0], then, else_], [out], origin=node.name)))
+            pairs.append((then, else_))
+    return spliced, pairs
+
+
+def _splice(graph: Graph, node: Node, branch: onnx.GraphProto, outer: dict[str, str], scopes: dict,
+            targets: list[str]) -> list[Node]:
+    """Add `branch`'s nodes so that its outputs are the tensors `targets`; returns them in branch order."""
     names = dict(outer)
     shapes = {vi.name: vi for vi in [*branch.value_info, *branch.output]}
     for init in branch.initializer:
@@ -117,7 +183,7 @@ def _inline(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> li
         names[init.name] = graph.add_constant(init.name, value).name
     # the If's outputs take the names of the branch tensors that make them, where that is one-to-one
     rename_to_if = {}
-    for local, target in zip([o.name for o in branch.output], node.outputs):
+    for local, target in zip([o.name for o in branch.output], targets):
         if local not in rename_to_if and local not in names and target:
             rename_to_if[local] = target
     spliced, identities = [], []
@@ -132,7 +198,7 @@ def _inline(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> li
         scopes[new.name] = names
         graph.add_node(new)
         spliced.append(new)
-    for local, target in zip([o.name for o in branch.output], node.outputs):
+    for local, target in zip([o.name for o in branch.output], targets):
         if target and names.get(local) != target:    # an outer tensor, an initializer or a repeat
             identity = Node(graph.fresh_name(f"{node.name}_out"), "Identity", [names.get(local, local)], [target],
                             origin=node.name)

@@ -6,7 +6,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
 from converter.ir import ConversionError
-from tests.onnx_cases import (assert_matches_reference, ncnn_layer_types, random_inputs, run_converted_in_ncnn)
+from tests.onnx_cases import (assert_matches_reference, ncnn_layer_types, random_inputs, run_converted_in_ncnn,
+                              to_ncnn)
 
 X_SHAPE = [1, 3, 4]
 
@@ -72,9 +73,29 @@ def test_branch_node_names_that_clash_are_made_unique(tmp_path):
     assert_matches_reference(model, {**feeds, "sr": np.array(16000, np.int64)}, outputs)
 
 
-def test_if_on_a_run_time_value_is_refused_naming_the_input():
-    with pytest.raises(ConversionError, match="If node 'pick' .*value of input\\(s\\) sr.*--input-value sr=VALUE"):
-        convert(rate_model())
+@pytest.mark.parametrize("nested", [False, True])
+def test_if_on_a_run_time_value_computes_both_branches_and_selects(tmp_path, nested):
+    """Both branches give [1, 3, 4]: one file serves either value of sr."""
+    model = rate_model(nested)
+    x = random_inputs(model)["x"]
+    for sr in (16000, 8000):
+        feeds = {"x": x, "sr": np.array(sr, np.int64)}
+        converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
+        assert_matches_reference(model, feeds, outputs)
+        ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]})
+        assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in converted.io()["outputs"]})
+    assert "If" not in ncnn_layer_types(converted)
+
+
+def test_if_on_a_run_time_value_with_unequal_branches_is_refused_naming_the_input():
+    model = rate_model()
+    reduce = helper.make_node("ReduceMax", ["x"], ["else_y"], keepdims=1, axes=[2], name="scale")
+    else_branch = next(a.g for a in model.graph.node[1].attribute if a.name == "else_branch")
+    else_branch.node[0].CopyFrom(reduce)                             # else: [1, 3, 1]
+    else_branch.output[0].type.tensor_type.shape.dim[2].dim_value = 1
+    with pytest.raises(ConversionError, match="If node 'pick' .*value of input\\(s\\) sr.*--input-value sr=VALUE"
+                                              ".*equal shapes, got \\[1, 3, 4\\] and \\[1, 3, 1\\]"):
+        convert(model)
 
 
 def test_if_on_an_unknown_size_is_refused_naming_the_input():
