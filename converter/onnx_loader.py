@@ -69,7 +69,10 @@ def _upgrade_opset(proto: onnx.ModelProto) -> onnx.ModelProto:
     return upgraded
 
 
-def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int]]) -> None:
+def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int]]) -> list[str]:
+    """Fix the inputs' dims; returns a warning for each input whose fixed dims it overrides (a
+    fully convolutional model exported at one size, e.g. CenterFace's 10x3x32x32)."""
+    warnings = []
     initializers = {t.name for t in proto.graph.initializer}
     inputs = {i.name: i for i in proto.graph.input if i.name not in initializers}
     unknown = sorted(set(input_shapes) - set(inputs))
@@ -87,10 +90,11 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
             if any(d is not None and d <= 0 for d in shape):
                 raise ConversionError(f"--input-shape {name}: dims must be positive or '?' (stays "
                                       f"dynamic), got {shape}")
-            for dim, new in zip(dims, shape):
-                if dim.HasField("dim_value") and new is not None and dim.dim_value != new:
-                    raise ConversionError(f"--input-shape {name}: dim {dim.dim_value} is fixed by the "
-                                          f"model, got {new}")
+            declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            if any(d is not None and new is not None and d != new for d, new in zip(declared, shape)):
+                warnings.append(f"--input-shape {name}: overrides the model's fixed dims "
+                                f"{['?' if d is None else d for d in declared]} with "
+                                f"{['?' if d is None else d for d in shape]}")
             old = [onnx.TensorShapeProto.Dimension.FromString(d.SerializeToString()) for d in dims]
             del value_info.type.tensor_type.shape.dim[:]
             value_info.type.tensor_type.shape.dim.extend(
@@ -106,6 +110,7 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
                 value = named[dim.dim_param]
                 dim.Clear()
                 dim.dim_value = value
+    return warnings
 
 
 def _named_dim_values(inputs: dict, input_shapes: dict[str, list[int]]) -> dict[str, int]:
@@ -234,8 +239,11 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(proto.SerializeToString())
     declared = _forget_declared_shapes(proto)
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
+    _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
     _apply_input_values(proto, input_values or {})
-    _apply_input_shapes(proto, input_shapes or {})
+    overridden = _apply_input_shapes(proto, input_shapes or {})
+    if warnings is not None:
+        warnings.extend(overridden)
     try:
         proto = shape_inference.infer_shapes(proto, check_type=True, data_prop=True)
     except Exception as exc:

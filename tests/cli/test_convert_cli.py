@@ -90,7 +90,7 @@ def test_unsupported_ops_listed_at_once(tmp_path):
 
 @pytest.mark.parametrize("arg, fragment", [
     ("x=1,3", "rank 3"),
-    ("x=1,3,5", "fixed by the model"),
+    ("x=1,3,5", "do not broadcast"),      # a fixed dim may be overridden (warning), but b has 4
     ("y=1,3,4", "unknown input"),
     ("x=1,a,4", "NAME=D1,D2"),
     ("x", "NAME=D1,D2"),

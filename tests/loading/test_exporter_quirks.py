@@ -3,11 +3,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper
 
 from converter import convert
-from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model
+from converter.ncnn_runtime import run_ncnn
+from onnx_cases import assert_matches_reference, assert_one_file_many_sizes, check_in_ncnn, make_model
 
 CONV_W = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
 
@@ -103,3 +105,18 @@ def test_opset11_squeeze_keeps_the_batch_axis(tmp_path):
     model = make_model(nodes, [("x", ["N", 6, 4, "W"])], [("y", None)],
                        [("w", rng.standard_normal((6, 1, 1, 3)).astype(np.float32))], opset=11)
     assert_one_file_many_sizes(model, tmp_path, [(1, 8), (1, 12)], dims=("N", "W"))
+
+
+@pytest.mark.parametrize("opset", [9, 13])     # 9: the opset upgrade infers shapes from the old dims
+def test_input_shape_overrides_fixed_dims_with_a_warning(tmp_path, opset):
+    """A fully convolutional model exported at one size (CenterFace: 10x3x32x32) runs at another."""
+    model = conv_relu_model([10, 3, 6, 5], helper.make_tensor_value_info("y", TensorProto.FLOAT, [10, 4, 6, 5]))
+    model.opset_import[0].version = opset
+    converted = convert(model, input_shapes={"x": [1, 3, 12, 7]})
+    assert converted.graph.warnings == ["--input-shape x: overrides the model's fixed dims [10, 3, 6, 5] with "
+                                        "[1, 3, 12, 7]"]
+    runnable = conv_relu_model([1, 3, 12, 7], onnx.ValueInfoProto(name="y"))     # what onnxruntime accepts
+    converted.save(tmp_path / "m.param", tmp_path / "m.bin")
+    x = np.random.default_rng(1).standard_normal((1, 3, 12, 7)).astype(np.float32)
+    for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"]), converted.run({"x": x[0]})):
+        assert_matches_reference(runnable, {"x": x}, {"y": got["y"]})
