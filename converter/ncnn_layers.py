@@ -284,3 +284,6 @@ layer("Embed", (0, "num_output", INT, 0), (1, "input_dim", INT, 0), (2, "bias_te
 # RMSNorm picks its innermost axes by affine_size as LayerNorm does
 layer("RMSNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
       weights=(WeightSpec("gamma", _numel("affine_size"), present=lambda p: bool(p.affine)),))
+
+# ---- layers the interpreter runs for files made by other converters (issue 10) ----
+layer("CumulativeSum", (0, "axis", INT, 0))
