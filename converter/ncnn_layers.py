@@ -287,3 +287,6 @@ layer("RMSNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affi
 
 # ---- layers the interpreter runs for files made by other converters (issue 10) ----
 layer("CumulativeSum", (0, "axis", INT, 0))
+layer("Squeeze", (0, "squeeze_w", INT, 0), (1, "squeeze_h", INT, 0), (11, "squeeze_d", INT, 0),
+      (2, "squeeze_c", INT, 0), (3, "axes", INTS, ()))
+layer("ExpandDims", (3, "axes", INTS, ()))
