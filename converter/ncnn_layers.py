@@ -290,3 +290,4 @@ layer("CumulativeSum", (0, "axis", INT, 0))
 layer("Squeeze", (0, "squeeze_w", INT, 0), (1, "squeeze_h", INT, 0), (11, "squeeze_d", INT, 0),
       (2, "squeeze_c", INT, 0), (3, "axes", INTS, ()))
 layer("ExpandDims", (3, "axes", INTS, ()))
+layer("Cast", (0, "type_from", INT, 0), (1, "type_to", INT, 0))

@@ -7,3 +7,4 @@ from . import deconv, groupnorm, lrn, prelu, rearrange  # noqa: F401
 from . import transformer  # noqa: F401
 from . import cumulativesum  # noqa: F401
 from . import squeeze  # noqa: F401
+from . import cast  # noqa: F401
