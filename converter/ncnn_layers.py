@@ -291,3 +291,5 @@ layer("Squeeze", (0, "squeeze_w", INT, 0), (1, "squeeze_h", INT, 0), (11, "squee
       (2, "squeeze_c", INT, 0), (3, "axes", INTS, ()))
 layer("ExpandDims", (3, "axes", INTS, ()))
 layer("Cast", (0, "type_from", INT, 0), (1, "type_to", INT, 0))
+layer("GridSample", (0, "sample_type", INT, 1), (1, "padding_mode", INT, 1), (2, "align_corner", INT, 0),
+      (3, "permute_fusion", INT, 0))

@@ -8,3 +8,4 @@ from . import transformer  # noqa: F401
 from . import cumulativesum  # noqa: F401
 from . import squeeze  # noqa: F401
 from . import cast  # noqa: F401
+from . import gridsample  # noqa: F401
