@@ -293,3 +293,11 @@ layer("ExpandDims", (3, "axes", INTS, ()))
 layer("Cast", (0, "type_from", INT, 0), (1, "type_to", INT, 0))
 layer("GridSample", (0, "sample_type", INT, 1), (1, "padding_mode", INT, 1), (2, "align_corner", INT, 0),
       (3, "permute_fusion", INT, 0))
+_FOLD_GEOMETRY = (
+    (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1), (3, "stride_w", INT, 1),
+    (4, "pad_left", INT, 0), (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+    (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"), (15, "pad_right", INT, "pad_left"),
+    (16, "pad_bottom", INT, "pad_top"),
+)
+layer("Fold", *_FOLD_GEOMETRY, (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"))
+layer("Unfold", *_FOLD_GEOMETRY, (18, "pad_value", FLOAT, 0.0))

@@ -9,3 +9,4 @@ from . import cumulativesum  # noqa: F401
 from . import squeeze  # noqa: F401
 from . import cast  # noqa: F401
 from . import gridsample  # noqa: F401
+from . import fold  # noqa: F401
