@@ -301,3 +301,9 @@ _FOLD_GEOMETRY = (
 )
 layer("Fold", *_FOLD_GEOMETRY, (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"))
 layer("Unfold", *_FOLD_GEOMETRY, (18, "pad_value", FLOAT, 0.0))
+layer("Einsum", (0, "equation", INTS, ()))   # the equation string as character codes
+
+
+def einsum_equation(text: str) -> tuple[int, ...]:
+    """Einsum's param 0 value: ncnn reads the equation as an int array of character codes."""
+    return tuple(ord(ch) for ch in text)

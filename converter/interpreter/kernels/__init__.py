@@ -10,3 +10,4 @@ from . import squeeze  # noqa: F401
 from . import cast  # noqa: F401
 from . import gridsample  # noqa: F401
 from . import fold  # noqa: F401
+from . import einsum  # noqa: F401
