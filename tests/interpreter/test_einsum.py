@@ -1,4 +1,4 @@
-"""Einsum against the real ncnn: the patterns it computes, its fixed output letters, refusals."""
+"""Einsum against the real ncnn: the patterns it loads and computes, and the refusals."""
 import numpy as np
 import pytest
 
