@@ -273,8 +273,6 @@ layer("CELU", (0, "alpha", FLOAT, 1.0))
 layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
-# axis in numpy order (negative from the innermost); a 1-D blob ignores it
-layer("CumulativeSum", (0, "axis", INT, 0))
 
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
@@ -286,3 +284,27 @@ layer("Embed", (0, "num_output", INT, 0), (1, "input_dim", INT, 0), (2, "bias_te
 # RMSNorm picks its innermost axes by affine_size as LayerNorm does
 layer("RMSNorm", (0, "affine_size", INT, 0), (1, "eps", FLOAT, 0.001), (2, "affine", INT, 1),
       weights=(WeightSpec("gamma", _numel("affine_size"), present=lambda p: bool(p.affine)),))
+
+# ---- layers the interpreter runs for files made by other converters (issue 10) ----
+# CumulativeSum's axis is in numpy order (negative from the innermost); a 1-D blob ignores it
+layer("CumulativeSum", (0, "axis", INT, 0))
+layer("Squeeze", (0, "squeeze_w", INT, 0), (1, "squeeze_h", INT, 0), (11, "squeeze_d", INT, 0),
+      (2, "squeeze_c", INT, 0), (3, "axes", INTS, ()))
+layer("ExpandDims", (3, "axes", INTS, ()))
+layer("Cast", (0, "type_from", INT, 0), (1, "type_to", INT, 0))
+layer("GridSample", (0, "sample_type", INT, 1), (1, "padding_mode", INT, 1), (2, "align_corner", INT, 0),
+      (3, "permute_fusion", INT, 0))
+_FOLD_GEOMETRY = (
+    (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1), (3, "stride_w", INT, 1),
+    (4, "pad_left", INT, 0), (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+    (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"), (15, "pad_right", INT, "pad_left"),
+    (16, "pad_bottom", INT, "pad_top"),
+)
+layer("Fold", *_FOLD_GEOMETRY, (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"))
+layer("Unfold", *_FOLD_GEOMETRY, (18, "pad_value", FLOAT, 0.0))
+layer("Einsum", (0, "equation", INTS, ()))   # the equation string as character codes
+
+
+def einsum_equation(text: str) -> tuple[int, ...]:
+    """Einsum's param 0 value: ncnn reads the equation as an int array of character codes."""
+    return tuple(ord(ch) for ch in text)

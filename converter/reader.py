@@ -148,6 +148,10 @@ def _convert(value: Any, kind: str, pid: int) -> Any:
 
 # ---- .param ---------------------------------------------------------------
 
+# Layer types ncnn names but its builds leave out: no runtime could run such a file.
+NOT_CREATABLE = {"ArgMax": "ncnn_add_layer(ArgMax OFF) in src/CMakeLists.txt; the pip runtime "
+                           "reports 'layer ArgMax not exists or registered'"}
+
 def _parse_layer(tokens: list[str], fail) -> LayerRecord:
     """One layer line's fields; `fail(message)` makes the error to raise."""
     if len(tokens) < 4:
@@ -156,6 +160,9 @@ def _parse_layer(tokens: list[str], fail) -> LayerRecord:
     for what, text in (("layer type", type_), ("layer name", name)):
         if len(text) > MAX_NAME_CHARS:
             raise fail(f"{what} is longer than {MAX_NAME_CHARS} characters")
+    if type_ in NOT_CREATABLE:
+        raise fail(f"layer {name!r}: the real ncnn runtime cannot create layer type {type_} "
+                   f"({NOT_CREATABLE[type_]})")
     if type_ not in SPECS:
         raise fail(f"unknown layer type {type_!r} (layer {name!r})")
     if not (_COUNT.match(n_in) and _COUNT.match(n_out)):

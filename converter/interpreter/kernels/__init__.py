@@ -6,3 +6,8 @@ from . import activation_extra, tile_flip  # noqa: F401
 from . import deconv, groupnorm, lrn, prelu, rearrange  # noqa: F401
 from . import transformer  # noqa: F401
 from . import cumulativesum  # noqa: F401
+from . import squeeze  # noqa: F401
+from . import cast  # noqa: F401
+from . import gridsample  # noqa: F401
+from . import fold  # noqa: F401
+from . import einsum  # noqa: F401

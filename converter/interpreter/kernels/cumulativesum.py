@@ -1,8 +1,4 @@
-"""CumulativeSum: a running float32 sum along one axis (cumulativesum.cpp).
-
-ncnn adds each element to the running sum of the ones before it, in order, as
-np.cumsum does in float32.
-"""
+"""CumulativeSum: a running sum along one axis (cumulativesum.cpp)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +8,10 @@ from ..registry import fail, kernel, shape_str
 
 @kernel("CumulativeSum")
 def cumulative_sum(p, weights, x):
-    axis = 0 if x.ndim == 1 else (p.axis + x.ndim if p.axis < 0 else p.axis)
+    if x.ndim == 1:           # cumulativesum.cpp ignores the axis of a 1-D blob
+        return np.cumsum(x, dtype=np.float32)
+    axis = p.axis + x.ndim if p.axis < 0 else p.axis
     if not 0 <= axis < x.ndim:
-        fail(f"CumulativeSum axis {p.axis} is out of range for shape {shape_str(x)}")
+        fail(f"CumulativeSum axis {p.axis} is out of range for shape {shape_str(x)}; ncnn returns an error")
+    # left to right in float32; ncnn's SIMD x86 layer adds in blocks and rounds a few ulps apart
     return np.cumsum(x, axis=axis, dtype=np.float32)
