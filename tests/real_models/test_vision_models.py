@@ -98,3 +98,9 @@ def test_centerface_at_a_size_given_on_the_command_line(tmp_path):
     size (ConvTranspose upsampling, four heads)."""
     shape = {"input.1": [1, 3, 320, 480]}
     check_real_model("centerface", [shape], tmp_path, input_shapes=shape)
+
+
+def test_captcha_slider_detector(tmp_path):
+    """captcha-recognizer's slider detector: a YOLO (opset 19) with attention MatMuls/Softmax and a
+    ConvTranspose upsampler, at its 640x640 input."""
+    check_real_model("captcha_slider", [{"images": [1, 3, 640, 640]}], tmp_path)
