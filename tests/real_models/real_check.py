@@ -81,3 +81,15 @@ def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Pat
                     failures.append(f"{name} at {shapes}: {backend} output {e['onnx']}: {detail}")
     assert not failures, "\n".join(failures)
     return converted
+
+
+def converted_run(converted, param, bin_, backend: str):
+    """`run(feeds) -> outputs` by ONNX names, through the saved files in the real ncnn or the interpreter."""
+    io = converted.io()
+
+    def run(feeds):
+        ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
+        outs = [e["ncnn"] for e in io["outputs"]]
+        got = run_ncnn(param, bin_, ncnn_feeds, outs) if backend == "ncnn" else converted.run(ncnn_feeds)
+        return {e["onnx"]: np.array(got[e["ncnn"]]) for e in io["outputs"]}
+    return run

@@ -16,7 +16,7 @@ from converter.ncnn_runtime import run_ncnn
 from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 
-from .real_check import check_real_model, within_tolerance
+from .real_check import check_real_model, converted_run, within_tolerance
 
 CALLS, SAMPLES = 4, 576
 
@@ -38,22 +38,12 @@ def test_faster_whisper_silero_v6_stateful_calls(tmp_path):
     converted = convert(path, input_shapes={"input": [1, SAMPLES]})
     param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
     converted.save(param, bin_)
-    io = converted.io()
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     want = _calls(lambda feeds: dict(zip(names, session.run(names, feeds))))
-
-    def backend(kind):
-        def run(feeds):
-            ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-            outs = [e["ncnn"] for e in io["outputs"]]
-            got = run_ncnn(param, bin_, ncnn_feeds, outs) if kind == "ncnn" else converted.run(ncnn_feeds)
-            return {e["onnx"]: np.array(got[e["ncnn"]]) for e in io["outputs"]}
-        return run
-
     failures = []
     for kind in ("ncnn", "interpreter"):
-        for call, (ours, reference) in enumerate(zip(_calls(backend(kind)), want)):
+        for call, (ours, reference) in enumerate(zip(_calls(converted_run(converted, param, bin_, kind)), want)):
             for key, value in reference.items():
                 ok, detail = within_tolerance(ours[key], value)
                 if not ok:

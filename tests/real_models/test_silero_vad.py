@@ -15,11 +15,9 @@ import onnxruntime as ort
 import pytest
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
-from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 
-from .real_check import within_tolerance
+from .real_check import converted_run, within_tolerance
 
 
 CALLS = 4
@@ -49,17 +47,6 @@ def onnxruntime_run(path, sr):
     names = [o.name for o in session.get_outputs()]
     extra = {} if sr is None else {"sr": np.array(sr, np.int64)}
     return lambda feeds: dict(zip(names, session.run(names, {**feeds, **extra})))
-
-
-def converted_run(converted, param, bin_, backend):
-    io = converted.io()
-
-    def run(feeds):
-        ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-        outs = [e["ncnn"] for e in io["outputs"]]
-        got = run_ncnn(param, bin_, ncnn_feeds, outs) if backend == "ncnn" else converted.run(ncnn_feeds)
-        return {e["onnx"]: np.array(got[e["ncnn"]]) for e in io["outputs"]}
-    return run
 
 
 @pytest.mark.parametrize("name,sr,samples", CASES, ids=[f"{n}-{r}" for n, r, _ in CASES])
