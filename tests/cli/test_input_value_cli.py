@@ -4,7 +4,7 @@ import json
 import onnx
 from test_convert_cli import assert_bad_input, run_cli
 
-from tests.passes.test_inline_if import rate_model
+from tests.passes.test_inline_if import rate_model, unequal_rate_model
 
 
 def test_convert_and_verify_with_a_fixed_input(tmp_path):
@@ -17,8 +17,8 @@ def test_convert_and_verify_with_a_fixed_input(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_without_it_the_if_is_refused_in_one_line(tmp_path):
+def test_without_it_an_if_with_unequal_branches_is_refused_in_one_line(tmp_path):
     model = tmp_path / "rate.onnx"
-    onnx.save(rate_model(), str(model))
+    onnx.save(unequal_rate_model(), str(model))
     assert_bad_input(run_cli("convert", model, "-o", tmp_path), "If node 'pick'", "--input-value sr=VALUE")
     assert_bad_input(run_cli("convert", model, "--input-value", "sr"), "--input-value expects NAME=V1,V2")

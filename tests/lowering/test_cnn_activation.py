@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from onnx_cases import check_in_ncnn, make_model, random_inputs
+from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model, random_inputs
 
 ACTIVATIONS = {
     "Relu": ({}, "ReLU"),
@@ -70,3 +70,25 @@ def test_clip_inputs(case, tmp_path):
 def test_clip_opset6_attributes(tmp_path):
     model = one_node("Clip", (1, 3, 4, 5), opset=6, min=-1.0, max=0.5)
     check_in_ncnn(model, tmp_path)
+
+
+@pytest.mark.parametrize("bounds", [("lo",), ("", "hi"), ("lo", "hi"), ("hi", "lo")], ids=str)
+def test_clip_with_bounds_fed_at_run_time(bounds, tmp_path):
+    """Bounds that are inputs become BinaryOp max/min; ("hi", "lo") puts min above max, where ONNX
+    (and onnxruntime) give max."""
+    nodes = [helper.make_node("Clip", ["x", *bounds], ["y"])]
+    names = [b for b in bounds if b]
+    model = make_model(nodes, [("x", (1, 3, 4, 5)), *[(b, []) for b in names]], [("y", None)])
+    feeds = {"x": np.random.default_rng(0).uniform(-4, 4, (1, 3, 4, 5)).astype(np.float32),
+             **{b: np.array(v, np.float32) for b, v in (("lo", -1.0), ("hi", 2.0)) if b in names}}
+    converted = check_in_ncnn(model, tmp_path, feeds)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_clip_at_a_floor_computed_from_the_input(tmp_path):
+    """openWakeWord's mel spectrogram: Clip(x, ReduceMax(x) - 80)."""
+    nodes = [helper.make_node("ReduceMax", ["x"], ["peak"], keepdims=0),
+             helper.make_node("Sub", ["peak", "range"], ["floor"]),
+             helper.make_node("Clip", ["x", "floor"], ["y"])]
+    model = make_model(nodes, [("x", (1, 1, 6, 8))], [("y", None)], [("range", np.float32(80.0))])
+    check_in_ncnn(model, tmp_path, random_inputs(model, low=-100, high=10))

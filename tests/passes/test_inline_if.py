@@ -87,12 +87,18 @@ def test_if_on_a_run_time_value_computes_both_branches_and_selects(tmp_path, nes
     assert "If" not in ncnn_layer_types(converted)
 
 
-def test_if_on_a_run_time_value_with_unequal_branches_is_refused_naming_the_input():
+def unequal_rate_model():
+    """rate_model whose else branch gives [1, 3, 1] (a ReduceMax), not [1, 3, 4]."""
     model = rate_model()
     reduce = helper.make_node("ReduceMax", ["x"], ["else_y"], keepdims=1, axes=[2], name="scale")
     else_branch = next(a.g for a in model.graph.node[1].attribute if a.name == "else_branch")
-    else_branch.node[0].CopyFrom(reduce)                             # else: [1, 3, 1]
+    else_branch.node[0].CopyFrom(reduce)
     else_branch.output[0].type.tensor_type.shape.dim[2].dim_value = 1
+    return model
+
+
+def test_if_on_a_run_time_value_with_unequal_branches_is_refused_naming_the_input():
+    model = unequal_rate_model()
     with pytest.raises(ConversionError, match="If node 'pick' .*value of input\\(s\\) sr.*--input-value sr=VALUE"
                                               ".*equal shapes, got \\[1, 3, 4\\] and \\[1, 3, 1\\]"):
         convert(model)
