@@ -80,7 +80,7 @@ def express_range(graph: Graph, node: Node, limit: Term) -> bool:
     """Range over a run-time limit, with integral constant start and delta."""
     out = graph.tensors[node.outputs[0]]
     start, delta = _integral_scalar(graph, node.inputs[0]), _integral_scalar(graph, node.inputs[2])
-    if out.dtype.kind != "f" or start is None or not delta:
+    if out.dtype.kind not in "fiu" or start is None or not delta:     # integers travel as floats
         return False
     span = op("-", limit, start) if delta > 0 else op("-", start, limit)
     step = abs(delta)

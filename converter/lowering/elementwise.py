@@ -37,11 +37,27 @@ def binary(graph: Graph, src: Node, a: str, b: str, op: int, out: str, suffix: s
     return layer(src, graph, "BinaryOp", [a, b], [out], {0: op}, suffix=suffix)
 
 
+# integer tensors travel as float32 numbers (converter/int_inputs.py): these ops stay exact on them
+# while values stay within 2**24 (Div truncates after dividing, see _integer_division)
+INTEGER_EXACT = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}
+
+
 def _check_float(graph: Graph, node: Node) -> None:
+    allowed = "fiu" if node.op in INTEGER_EXACT else "f"
     for name in filter(None, node.inputs):
-        if graph.tensors[name].dtype.kind != "f":
+        if graph.tensors[name].dtype.kind not in allowed:
             raise fail(node, graph, f"operand '{name}' is {graph.tensors[name].dtype}; ncnn computes "
-                                    "in float only (integer math must fold to constants)")
+                                    f"{node.op} in float only (integer math must fold to constants)")
+
+
+def _integer_division(graph: Graph, node: Node) -> list[Node]:
+    """ONNX's integer Div truncates toward zero: ncnn divides, then UnaryOp trunc. For |a| <= 2**24
+    the float quotient cannot round across an integer, so the result is exact."""
+    a, b = node.inputs[:2]
+    out = graph.tensors[node.outputs[0]]
+    quotient = new_tensor(graph, f"{out.name}_quotient", out.shape, out.batch_axis)
+    return [binary(graph, node, a, b, BINARY_OPS["div"], quotient),
+            layer(node, graph, "UnaryOp", [quotient], [out.name], {0: UNARY_OPS["trunc"]}, suffix="_trunc")]
 
 
 # Pow by these constant exponents as UnaryOps: ncnn's SIMD pow is exp(b*log(a)), garbage for
@@ -81,6 +97,8 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
         as_unary = _pow_by_constant(graph, node)
         if as_unary is not None:
             return as_unary
+    if node.op == "Div" and graph.tensors[node.outputs[0]].dtype.kind in "iu":
+        return _integer_division(graph, node)
     op = BINARY_OPS[BINARY[node.op]]
     out = node.outputs[0]
     inputs = [i for i in node.inputs if i]
