@@ -27,6 +27,7 @@ from .infer_shapes import infer_shapes
 MAX_ROUNDS = 64
 
 SHAPE_TERMS = "_shape_terms"       # node attribute of an expressed Reshape: its target terms
+SLICE_TERMS = "_slice_terms"       # node attribute of an expressed Slice: starts, ends (terms), axes
 BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
 PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
 # ops that keep integer-valued floats integers (a size cast to float for Range); not Div
@@ -135,11 +136,37 @@ def _express_reshapes(graph: Graph) -> int:
                 and graph.tensors[node.inputs[0]].rank is not None:     # else: next round, once inferred
             _express(graph, node, math.terms[node.inputs[1]])
             expressed += 1
+        elif node.op == "Slice":
+            expressed += _express_slice(graph, node, math)
         else:
             expressed += _express_fill(graph, node, math)
     if expressed:
         _remove_dead_shape_math(graph, set(math.terms))
     return expressed
+
+
+def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A Slice of data whose starts or ends are run-time sizes keeps them as terms (lowered to Crop
+    19/20/21 expressions); axes and steps must be constants, steps 1."""
+    x = graph.tensors[node.inputs[0]]
+    bounds = node.inputs[1:3]
+    if x.name in math.terms or x.rank is None or len(bounds) < 2 \
+            or not any(b in math.terms for b in bounds):
+        return False
+    starts, ends = math.of(bounds[0]), math.of(bounds[1])
+    axes = graph.value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else np.arange(len(starts or []))
+    steps = graph.value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else None
+    if starts is None or ends is None or axes is None or not len(starts) == len(ends) == axes.size \
+            or (steps is not None and np.any(steps != 1)) or (len(node.inputs) > 4 and node.inputs[4] and steps is None):
+        return False
+    axes = [int(a) % x.rank if -x.rank <= int(a) < x.rank else int(a) for a in axes.reshape(-1)]
+    node.attrs[SLICE_TERMS] = {"starts": starts, "ends": ends, "axes": axes}
+    graph.set_inputs(node, [x.name])
+    pin_refs(graph, node, [*starts, *ends])
+    out = graph.tensors[node.outputs[0]]
+    sliced = set(axes)
+    out.shape = None if x.shape is None else tuple(d if i not in sliced else None for i, d in enumerate(x.shape))
+    return True
 
 
 def _express_fill(graph: Graph, node: Node, math: ShapeMath) -> bool:

@@ -301,6 +301,8 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
+    if "_slice_terms" in node.attrs:
+        return [_expressed_slice(graph, node, x, out)]
     starts = [int(v) for v in constant(graph, node, 1, "starts").reshape(-1)]
     ends = [int(v) for v in constant(graph, node, 2, "ends").reshape(-1)]
     axes = optional_constant(graph, node, 3, "axes")
@@ -322,6 +324,36 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     if not nc_axes:
         return [layer(node, graph, "Noop", [x.name], [out.name])]
     return [layer(node, graph, "Crop", [x.name], [out.name], {9: nc_starts, 10: nc_ends, 11: nc_axes})]
+
+
+def _expressed_slice(graph: Graph, node: Node, x: Tensor, out: Tensor) -> Node:
+    """A Slice whose starts or ends are run-time sizes (express_shapes): Crop with 19/20/21
+    expressions. A run-time bound is a size, so it is taken as non-negative: ncnn then clamps an
+    end to the extent as ONNX does."""
+    terms = node.attrs["_slice_terms"]
+    renderer = Renderer(graph, x.name, node)
+    starts, ends, axes = [], [], []
+    for start, end, axis in zip(terms["starts"], terms["ends"], terms["axes"]):
+        if not 0 <= axis < x.rank:
+            raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
+        if axis == x.batch_axis:
+            continue        # extent 1: a slice that is not empty takes all of it
+        if isinstance(start, int) and isinstance(end, int):
+            start, end = _slice_bounds(node, graph, x.shape[axis], start, end)
+        elif isinstance(start, int):
+            start, _ = _slice_bounds(node, graph, x.shape[axis], start, INT32_MAX)
+        elif isinstance(end, int):
+            _, end = _slice_bounds(node, graph, x.shape[axis], 0, end)
+        try:
+            starts.append(renderer.render(start))
+            ends.append(renderer.render(end))
+        except ValueError as exc:
+            raise fail(node, graph, str(exc)) from None
+        axes.append(x.ncnn_axis(axis))
+    if not axes:
+        return layer(node, graph, "Noop", [x.name], [out.name])
+    return layer(node, graph, "Crop", renderer.bottoms, [out.name],
+                 {19: expression_list(starts), 20: expression_list(ends), 21: expression_list(axes)})
 
 
 def _strided(graph: Graph, node: Node, x: Tensor, starts, ends, axes, steps) -> list[Node]:

@@ -10,7 +10,8 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from onnx_cases import assert_one_file_many_sizes, make_model, ncnn_layer_types
+from onnx_cases import (assert_matches_reference, assert_one_file_many_sizes, make_model, ncnn_layer_types,
+                        run_converted_in_ncnn, to_ncnn)
 
 I64 = lambda v: np.array(v, np.int64)  # noqa: E731
 F32 = lambda v: np.array(v, np.float32)  # noqa: E731
@@ -93,3 +94,44 @@ def test_fractional_range_start_still_asks_for_a_fixed_shape():
     """A count of steps from a non-integral start is not a run-time term: the old refusal stands."""
     with pytest.raises(ConversionError, match="--input-shape x="):
         convert(strided_range_model(0.5, 1))
+
+
+def masked_halving_model():
+    """onnx-asr's resampler shape: keep the first (N + 1) // 2 samples of a stride-2 Conv's output
+    (Slice to a run-time end) and zero those past the halved length input (Range < lens, Where); the
+    halved lengths are an integer output (Div truncates)."""
+    nodes = [helper.make_node("Unsqueeze", ["x", "ax1"], ["x3"]),
+             helper.make_node("Conv", ["x3", "w"], ["c"], strides=[2], pads=[1, 1]),
+             helper.make_node("Squeeze", ["c", "ax1"], ["c2"]),
+             helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+             helper.make_node("Squeeze", ["s"], ["n"]),
+             helper.make_node("Add", ["n", "one"], ["n1"]),
+             helper.make_node("Div", ["n1", "two"], ["half"]),
+             helper.make_node("Unsqueeze", ["half", "ax0"], ["half1"]),
+             helper.make_node("Slice", ["c2", "zero1", "half1", "ax1"], ["kept"]),
+             helper.make_node("Add", ["lens", "one"], ["lens1"]),
+             helper.make_node("Div", ["lens1", "two"], ["out_lens"]),
+             helper.make_node("Range", ["zero", "half", "one"], ["t"]),
+             helper.make_node("Unsqueeze", ["t", "ax0"], ["t2"]),
+             helper.make_node("Unsqueeze", ["out_lens", "ax1"], ["l2"]),
+             helper.make_node("Less", ["t2", "l2"], ["mask"]),
+             helper.make_node("Where", ["mask", "kept", "zerof"], ["y"])]
+    inits = [("ax0", I64([0])), ("ax1", I64([1])), ("one", I64(1)), ("two", I64(2)), ("zero", I64(0)),
+             ("zero1", I64([0])), ("zerof", F32(0)), ("w", np.full((1, 1, 3), 1 / 3, np.float32))]
+    model = make_model(nodes, [("x", [1, "N"]), ("lens", [1], onnx.TensorProto.INT64)], [("y", None)], inits,
+                       opset=15)
+    model.graph.output.append(helper.make_tensor_value_info("out_lens", onnx.TensorProto.INT64, [1]))
+    return model
+
+
+@pytest.mark.parametrize("n,lens", [(9, 9), (16, 16), (16, 7), (31, 20)])
+def test_slice_to_a_run_time_end_and_integer_lengths(tmp_path, n, lens):
+    model = masked_halving_model()
+    feeds = {"x": np.random.default_rng(n).standard_normal((1, n)).astype(np.float32),
+             "lens": np.array([lens], np.int64)}
+    converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
+    assert_matches_reference(model, feeds, outputs, rtol=1e-6, atol=1e-6)
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]})
+    assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in converted.io()["outputs"]},
+                             rtol=1e-6, atol=1e-6)
+    assert "Crop" in ncnn_layer_types(converted) and "Shape" not in ncnn_layer_types(converted)
