@@ -21,6 +21,9 @@ GEOMETRY = [
     dict(kernel_w=3, stride_w=2, pad_left=-233),
     dict(kernel_w=4, stride_w=2, pad_left=-234),
     dict(kernel_w=5, stride_w=1, pad_left=-233),
+    # horizontal stride 1 with other vertical steps: the flat-row columns' row stride
+    dict(kernel_w=3, kernel_h=2, stride_w=1, stride_h=2, pad_left=1),
+    dict(kernel_w=2, kernel_h=3, dilation_w=2, dilation_h=3, pad_left=1, pad_right=0, pad_top=2, pad_bottom=1),
 ]
 
 
@@ -77,6 +80,14 @@ def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, op, channels,
     """An input whose columns exceed one band (and leave a partial last band) still matches ncnn."""
     params, weights = conv_case(rng, op, channels, out_c, group=group, activation=1, **geometry)
     x = rng.standard_normal((channels, 131, 121)).astype(np.float32)
+    check(tmp_path, op, params, [x], weights)
+
+
+@pytest.mark.parametrize("op,channels,group,out_c", [("ConvolutionDepthWise", 6, 6, 6), ("ConvolutionDepthWise", 6, 3, 6)])
+def test_large_planes_banded_by_rows_across_groups(tmp_path, rng, op, channels, group, out_c):
+    """Groups whose flat-row columns exceed one band each: bands of rows across every group."""
+    params, weights = conv_case(rng, op, channels, out_c, group=group, activation=1, kernel_w=3, pad_left=1)
+    x = rng.standard_normal((channels, 190, 161)).astype(np.float32)
     check(tmp_path, op, params, [x], weights)
 
 

@@ -4,6 +4,13 @@ Convolutions run as im2col + matmul, one band of output rows at a time: each
 band's columns stay in the L2 cache, which makes copy plus product about
 twice as fast as one whole-image im2col on large inputs. Depthwise convolution is the same
 product with one channel per group.
+
+With a horizontal stride of 1 the columns are built on the padded width ("flat rows"):
+kernel tap (i, j) of output row r reads padded row r*sh + i*dh from column j*dw on, so
+a band's column row is one long contiguous run of the padded input instead of one
+short run per output row. Numpy copies long runs several times faster; the product
+then also computes the kw-1 padded columns past each output row, which the bias add
+drops while writing the output (about 20% faster at 40x40, 2x for depthwise).
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from .activation import fused_activation, fused_activation_fn
 F32 = np.float32
 SAME_UPPER, SAME_LOWER = -233, -234
 BAND_FLOATS = 1 << 16          # im2col band size: 256 KiB, measured best on a 1 MiB L2
+FLAT_BAND_FLOATS = 1 << 18     # flat-row band size: its fewer, longer copies favour larger bands (measured)
 
 
 def same_pads(size: int, extent: int, stride: int, lower: bool) -> tuple[int, int]:
@@ -106,19 +114,89 @@ def _grouped_conv(p, weights, group: int):
         if shape is None:
             shape = geometries[x.shape] = geometry(x)
         pads, oh, ow, cg, w = shape
-        xp = pad_hw(x, *pads, pad_value)
-        out = empty((out_c, oh, ow))
-        flat_out = out.reshape(group, out_c // group, oh * ow)
-        if taps == 1 and sh == sw == 1:            # 1x1: the input already is the column matrix
-            np.matmul(w, xp.reshape(group, cg, oh * ow), out=flat_out)
+        if taps == 1 and sh == sw == 1:
+            out = _pointwise(w, x, pads, pad_value, out_c, oh, ow)
+        elif sw == 1:
+            return activate(_flat_rows_conv(w, x, pads, pad_value, bias, (group, cg, kh, kw), (sh, dh, dw), oh, ow))
         else:
-            _banded_im2col_matmul(w, xp, flat_out, (group, cg, kh, kw), (sh, sw, dh, dw), oh, ow)
-        if xp is not x:
-            recycle(xp)
+            xp = pad_hw(x, *pads, pad_value)
+            out = empty((out_c, oh, ow))
+            _banded_im2col_matmul(w, xp, out.reshape(group, out_c // group, oh * ow),
+                                  (group, cg, kh, kw), (sh, sw, dh, dw), oh, ow)
+            if xp is not x:
+                recycle(xp)
         if bias is not None:
             out += bias
         return activate(out)
     return step
+
+
+def _pointwise(w, x, pads, pad_value, out_c: int, oh: int, ow: int) -> np.ndarray:
+    """A 1x1 stride-1 convolution: the (padded) input already is the column matrix."""
+    group, _, cg = w.shape
+    xp = pad_hw(x, *pads, pad_value)
+    out = empty((out_c, oh, ow))
+    np.matmul(w, xp.reshape(group, cg, oh * ow), out=out.reshape(group, out_c // group, oh * ow))
+    if xp is not x:
+        recycle(xp)
+    return out
+
+
+def padded_rows(x: np.ndarray, pads, value, tail: int) -> tuple[np.ndarray, int, int]:
+    """x with its constant border in a flat buffer, followed by `tail` more border values
+    (what the flat-row windows of the last channel's last row read past its end)."""
+    top, bottom, left, right = pads
+    c, h, w = x.shape
+    hp, wp = h + top + bottom, w + left + right
+    flat = empty((c * hp * wp + tail,))
+    flat[c * hp * wp:] = value
+    padded = flat[:c * hp * wp].reshape(c, hp, wp)
+    if top or bottom or left or right:
+        padded[:, :top] = value
+        padded[:, top + h:] = value
+        padded[:, top:top + h, :left] = value
+        padded[:, top:top + h, left + w:] = value
+    padded[:, top:top + h, left:left + w] = x
+    return flat, hp, wp
+
+
+def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) -> np.ndarray:
+    """A convolution with horizontal stride 1, its columns built as flat rows (see the module
+    doc); the bias add (or a copy) keeps the first ow of each computed row of wp."""
+    group, cg, kh, kw = dims
+    sh, dh, dw = steps
+    flat, hp, wp = padded_rows(x, pads, pad_value, (kw - 1) * dw)
+    out_c = w.shape[0] * w.shape[1]
+    rows = empty((out_c, oh, wp))
+    flat_out = rows.reshape(group, out_c // group, oh * wp)
+    per_group = cg * kh * kw * oh * wp
+    if group > 1 and per_group <= FLAT_BAND_FLOATS:
+        groups = FLAT_BAND_FLOATS // per_group
+        bands = [(g0, min(g0 + groups, group), 0, oh) for g0 in range(0, group, groups)]
+    else:
+        band_rows = max(1, min(oh, FLAT_BAND_FLOATS // (group * cg * kh * kw * wp)))
+        bands = [(0, group, r0, min(r0 + band_rows, oh)) for r0 in range(0, oh, band_rows)]
+    g_end, r_end = bands[0][1], bands[0][3]
+    band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * wp,))
+    channel = hp * wp * 4
+    for g0, g1, r0, r1 in bands:
+        windows = np.ndarray((g1 - g0, cg, kh, kw, r1 - r0, wp), dtype=F32, buffer=flat,
+                             offset=g0 * cg * channel + r0 * sh * wp * 4,
+                             strides=(cg * channel, channel, dh * wp * 4, dw * 4, sh * wp * 4, 4))
+        columns = band[:windows.size].reshape(windows.shape)
+        np.copyto(columns, windows)
+        np.matmul(w[g0:g1], columns.reshape(g1 - g0, cg * kh * kw, (r1 - r0) * wp),
+                  out=flat_out[g0:g1, :, r0 * wp:r1 * wp])
+    del windows, columns
+    recycle(band)
+    recycle(flat)
+    out = empty((out_c, oh, ow))
+    if bias is None:
+        np.copyto(out, rows[:, :, :ow])
+    else:
+        np.add(rows[:, :, :ow], bias, out=out)
+    recycle(rows)
+    return out
 
 
 def _banded_im2col_matmul(w, xp, flat_out, dims, steps, oh: int, ow: int) -> None:
