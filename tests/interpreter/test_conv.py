@@ -114,6 +114,11 @@ DECONV = [
     dict(kernel_w=3, stride_w=2, pad_left=1, output_pad_right=1, output_pad_bottom=0),
     dict(kernel_w=3, stride_w=2, pad_left=-233, output_w=10, output_h=12),
     dict(kernel_w=4, stride_w=2, pad_left=-234, output_w=11, output_h=11),
+    # stride equal to the kernel: patches tile the output without overlap
+    dict(kernel_w=2, stride_w=2),
+    dict(kernel_w=3, kernel_h=1, stride_w=3, stride_h=1, dilation_h=2),
+    dict(kernel_w=2, stride_w=2, pad_left=1, pad_right=0, pad_top=0, pad_bottom=1),
+    dict(kernel_w=2, stride_w=2, output_pad_right=1, output_pad_bottom=1),
 ]
 
 

@@ -237,6 +237,21 @@ def convolution_depthwise(p, weights):
     return _grouped_conv(p, weights, p.group)
 
 
+def _tile_deconv_taps(p, weights, taps: np.ndarray) -> np.ndarray:
+    """Deconvolution's output when the stride equals the kernel (no output pad): the patches
+    tile the output without overlap, so each output pixel is one tap's value plus the bias,
+    written in one pass."""
+    kh, kw, out_c, h, w = taps.shape
+    out = empty((out_c, h * kh, w * kw))
+    tiles = out.reshape(out_c, h, kh, w, kw)
+    patches = taps.transpose(2, 3, 0, 4, 1)
+    if p.bias_term:
+        np.add(patches, weights[1].reshape(out_c, 1, 1, 1, 1), out=tiles)
+    else:
+        np.copyto(tiles, patches)
+    return out
+
+
 def _cut_deconv_border(p, out: np.ndarray) -> np.ndarray:
     pads = (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right)
     if any(v > 0 for v in pads):
@@ -257,23 +272,33 @@ def _cut_deconv_border(p, out: np.ndarray) -> np.ndarray:
     return out[:, top:top + h, left:left + w]
 
 
-@kernel("Deconvolution")
-def deconvolution(p, weights, x):
-    require_rank(x, 3)
+@kernel("Deconvolution", prepare=True)
+def deconvolution(p, weights):
     if p.int8_scale_term:
         fail("int8 deconvolution is not supported by the interpreter")
-    channels, h, w = x.shape
     kh, kw, out_c = p.kernel_h, p.kernel_w, p.num_output
-    if weights[0].size != out_c * channels * kh * kw:
-        fail(f"weight has {weights[0].size} values, expected {out_c}x{channels}x{kh}x{kw}")
-    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dilation_h, p.dilation_w
-    out_h = (h - 1) * sh + dh * (kh - 1) + 1 + p.output_pad_bottom
-    out_w = (w - 1) * sw + dw * (kw - 1) + 1 + p.output_pad_right
     # every input pixel scatters weight * value into a kernel-sized patch: one BLAS
     # product gives all patches, then one strided add per kernel tap
-    wmat = weights[0].reshape(out_c, channels, kh, kw).transpose(2, 3, 0, 1)     # kh, kw, O, C
-    taps = np.matmul(wmat, x.reshape(channels, h * w)).reshape(kh, kw, out_c, h, w)
-    return place_deconv_taps(p, weights, taps)
+    wmats: dict[int, np.ndarray] = {}       # input channels -> (kh*kw*O, C) weight matrix
+
+    def weight_matrix(channels: int) -> np.ndarray:
+        if weights[0].size != out_c * channels * kh * kw:
+            fail(f"weight has {weights[0].size} values, expected {out_c}x{channels}x{kh}x{kw}")
+        w = weights[0].reshape(out_c, channels, kh, kw).transpose(2, 3, 0, 1)
+        return np.ascontiguousarray(w).reshape(kh * kw * out_c, channels)
+
+    def step(x):
+        require_rank(x, 3)
+        channels, h, w = x.shape
+        wmat = wmats.get(channels)
+        if wmat is None:
+            wmat = wmats[channels] = weight_matrix(channels)
+        taps = empty((kh * kw * out_c, h * w))
+        np.matmul(wmat, x.reshape(channels, h * w), out=taps)
+        out = place_deconv_taps(p, weights, taps.reshape(kh, kw, out_c, h, w))
+        recycle(taps)
+        return out
+    return step
 
 
 def place_deconv_taps(p, weights, taps: np.ndarray) -> np.ndarray:
@@ -283,11 +308,15 @@ def place_deconv_taps(p, weights, taps: np.ndarray) -> np.ndarray:
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dilation_h, p.dilation_w
     out_h = (h - 1) * sh + dh * (kh - 1) + 1 + p.output_pad_bottom
     out_w = (w - 1) * sw + dw * (kw - 1) + 1 + p.output_pad_right
-    out = np.zeros((out_c, out_h, out_w), dtype=F32)
-    if p.bias_term:
-        out += weights[1].reshape(out_c, 1, 1)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, i * dh:i * dh + (h - 1) * sh + 1:sh, j * dw:j * dw + (w - 1) * sw + 1:sw] += taps[i, j]
+    no_output_pad = p.output_pad_bottom == 0 and p.output_pad_right == 0
+    if (kh, kw) == (sh, sw) and no_output_pad and (dh == 1 or kh == 1) and (dw == 1 or kw == 1):
+        out = _tile_deconv_taps(p, weights, taps)
+    else:
+        out = np.zeros((out_c, out_h, out_w), dtype=F32)
+        if p.bias_term:
+            out += weights[1].reshape(out_c, 1, 1)
+        for i in range(kh):
+            for j in range(kw):
+                out[:, i * dh:i * dh + (h - 1) * sh + 1:sh, j * dw:j * dw + (w - 1) * sw + 1:sw] += taps[i, j]
     out = fused_activation(out, p.activation_type, p.activation_params)
     return _cut_deconv_border(p, out)
