@@ -227,3 +227,28 @@ def test_one_model_run_at_changing_input_sizes():
         x = rng.standard_normal((3, h, w)).astype(np.float32)
         reference = run(model.graph, {"input": x}, keep=True)["logits"]
         np.testing.assert_array_equal(model.run({"input": x})["logits"], reference)
+
+
+IN_PLACE_LAYERS = [
+    ("BatchNorm", {"channels": 4}, 4),
+    ("HardSwish", {"alpha": 0.2, "beta": 0.5}, 0),
+    ("Swish", {}, 0),
+    ("Sigmoid", {}, 0),
+]
+
+
+@pytest.mark.parametrize("op,params,n_weights", IN_PLACE_LAYERS, ids=[c[0] for c in IN_PLACE_LAYERS])
+def test_element_wise_layers_written_over_their_dead_input_match_ncnn(tmp_path, rng, op, params, n_weights):
+    """Each layer reads a blob that dies there, so it writes its result over it (from the pool)."""
+    from .layer_check import run_real
+    graph = layer_chain(1, "UnaryOp", ids("UnaryOp", op_type=1), stem="neg")
+    weights = [rng.uniform(0.5, 2, 4).astype(np.float32) for _ in range(n_weights)]
+    add(graph, "layer", op, ["neg0"], ["y"], ids(op, **params), weights)
+    graph.outputs = ["y"]
+    feeds = {"x": (rng.standard_normal((4, 9, 10)) * 4).astype(np.float32)}
+    real = run_real(tmp_path, graph, feeds)["y"]
+    from converter.interpreter import Plan
+    plan = Plan(graph, None, ["x"])
+    assert plan.steps[-1].in_place
+    for _ in range(2):
+        np.testing.assert_allclose(plan.run(feeds)["y"], real, rtol=1e-5, atol=1e-6)

@@ -4,6 +4,8 @@ import pytest
 
 from converter.interpreter import InterpreterError
 
+from converter.interpreter.kernels import conv as conv_kernels
+
 from .layer_check import check, ids, interpret
 
 ACTIVATIONS = {0: [], 1: [], 2: [0.1], 3: [-0.3, 0.4], 4: [], 5: [], 6: [0.2, 0.5]}
@@ -21,7 +23,16 @@ GEOMETRY = [
     dict(kernel_w=3, stride_w=2, pad_left=-233),
     dict(kernel_w=4, stride_w=2, pad_left=-234),
     dict(kernel_w=5, stride_w=1, pad_left=-233),
+    # horizontal stride 1 with other vertical steps: the flat-row columns' row stride
+    dict(kernel_w=3, kernel_h=2, stride_w=1, stride_h=2, pad_left=1),
+    dict(kernel_w=2, kernel_h=3, dilation_w=2, dilation_h=3, pad_left=1, pad_right=0, pad_top=2, pad_bottom=1),
 ]
+
+
+@pytest.fixture
+def small_bands(monkeypatch):
+    """256 KiB im2col bands, so that test-sized inputs need several (the real size is tuned for speed)."""
+    monkeypatch.setattr(conv_kernels, "BAND_FLOATS", 1 << 16)
 
 
 def conv_case(rng, op, in_c, out_c, group=1, bias=True, activation=0, **geometry):
@@ -73,10 +84,18 @@ def test_depthwise_and_grouped(tmp_path, rng, channels, group, out_c, geometry):
                                                       ("ConvolutionDepthWise", 8, 2, 6)])
 @pytest.mark.parametrize("geometry", [GEOMETRY[0], GEOMETRY[5], GEOMETRY[9]],
                          ids=lambda g: ",".join(f"{k}={v}" for k, v in g.items()))
-def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, op, channels, group, out_c, geometry):
+def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, small_bands, op, channels, group, out_c, geometry):
     """An input whose columns exceed one band (and leave a partial last band) still matches ncnn."""
     params, weights = conv_case(rng, op, channels, out_c, group=group, activation=1, **geometry)
     x = rng.standard_normal((channels, 131, 121)).astype(np.float32)
+    check(tmp_path, op, params, [x], weights)
+
+
+@pytest.mark.parametrize("op,channels,group,out_c", [("ConvolutionDepthWise", 6, 6, 6), ("ConvolutionDepthWise", 6, 3, 6)])
+def test_large_planes_banded_by_rows_across_groups(tmp_path, rng, small_bands, op, channels, group, out_c):
+    """Groups whose flat-row columns exceed one band each: bands of rows across every group."""
+    params, weights = conv_case(rng, op, channels, out_c, group=group, activation=1, kernel_w=3, pad_left=1)
+    x = rng.standard_normal((channels, 90, 85)).astype(np.float32)
     check(tmp_path, op, params, [x], weights)
 
 
@@ -84,7 +103,7 @@ def test_large_inputs_built_in_several_im2col_bands(tmp_path, rng, op, channels,
                                                        (12, 12, 12, (41, 37))])
 @pytest.mark.parametrize("geometry", [GEOMETRY[0], GEOMETRY[2], GEOMETRY[5]],
                          ids=lambda g: ",".join(f"{k}={v}" for k, v in g.items()))
-def test_many_groups_built_a_few_groups_per_band(tmp_path, rng, channels, group, out_c, size, geometry):
+def test_many_groups_built_a_few_groups_per_band(tmp_path, rng, small_bands, channels, group, out_c, size, geometry):
     """Depthwise/grouped layers whose groups are banded several at a time (last band partial)."""
     params, weights = conv_case(rng, "ConvolutionDepthWise", channels, out_c, group=group, activation=2,
                                 **geometry)
@@ -103,6 +122,11 @@ DECONV = [
     dict(kernel_w=3, stride_w=2, pad_left=1, output_pad_right=1, output_pad_bottom=0),
     dict(kernel_w=3, stride_w=2, pad_left=-233, output_w=10, output_h=12),
     dict(kernel_w=4, stride_w=2, pad_left=-234, output_w=11, output_h=11),
+    # stride equal to the kernel: patches tile the output without overlap
+    dict(kernel_w=2, stride_w=2),
+    dict(kernel_w=3, kernel_h=1, stride_w=3, stride_h=1, dilation_h=2),
+    dict(kernel_w=2, stride_w=2, pad_left=1, pad_right=0, pad_top=0, pad_bottom=1),
+    dict(kernel_w=2, stride_w=2, output_pad_right=1, output_pad_bottom=1),
 ]
 
 

@@ -84,9 +84,15 @@ def hardsigmoid(x: np.ndarray, alpha: float, beta: float, out: np.ndarray | None
 
 
 def hardswish(x: np.ndarray, alpha: float, beta: float, out: np.ndarray | None = None) -> np.ndarray:
-    """x * hardsigmoid(x); ncnn's 'above the bound' branch returns x, which is x * 1."""
-    t = hardsigmoid(x, alpha, beta)
-    return np.multiply(x, t, out=out if out is not None and out.shape == x.shape else t)
+    """x * hardsigmoid(x); ncnn's 'above the bound' branch returns x, which is x * 1.
+    The factor goes to pooled scratch memory: a fresh multi-megabyte temporary costs
+    more in page faults than the arithmetic."""
+    t = hardsigmoid(x, alpha, beta, out=empty(x.shape))
+    if out is None or out.shape != x.shape:
+        return np.multiply(x, t, out=t)
+    np.multiply(x, t, out=out)
+    recycle(t)
+    return out
 
 
 def mish(x: np.ndarray) -> np.ndarray:

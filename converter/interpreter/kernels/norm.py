@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..buffers import empty
 from ..registry import fail, kernel, shape_str
 
 F32 = np.float32
@@ -15,8 +16,8 @@ def _outer(v: np.ndarray, x: np.ndarray) -> np.ndarray:
     return v.reshape((-1,) + (1,) * (x.ndim - 1))
 
 
-@kernel("BatchNorm")
-def batchnorm(p, weights, x):
+@kernel("BatchNorm", inplace=True)
+def batchnorm(p, weights, x, out=None):
     slope, mean, var, bias = (w.astype(F32) for w in weights)
     if x.shape[0] != p.channels:
         fail(f"BatchNorm has {p.channels} channels, input outer extent is {x.shape[0]}")
@@ -24,7 +25,9 @@ def batchnorm(p, weights, x):
     sqrt_var = np.where(sqrt_var == 0, F32(0.0001), sqrt_var)
     a = bias - slope * mean / sqrt_var
     b = slope / sqrt_var
-    return _outer(b, x) * x + _outer(a, x)
+    out = np.multiply(_outer(b, x), x, out=empty(x.shape) if out is None else out)
+    out += _outer(a, x)
+    return out
 
 
 def _layernorm_group(p, x: np.ndarray) -> int:
