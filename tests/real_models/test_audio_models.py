@@ -2,7 +2,6 @@
 faster-whisper's silero VAD v6 (separate h/c LSTM states, opset 18) over consecutive calls with
 each backend fed back its own states; openWakeWord's mel spectrogram, embedding and wake-word
 classifiers."""
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +11,6 @@ import pytest
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.ncnn_runtime import run_ncnn
-from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 
 from .real_check import check_real_model, converted_run, within_tolerance
@@ -83,27 +80,49 @@ def test_openwakeword_verifier_if_on_a_score_selects_a_branch(tmp_path):
                      make_feeds=lambda shapes, k: {"x.1": inputs[(0, 2)[k]]})
 
 
-@pytest.mark.parametrize("name,output", [("asr_whisper80_conv", "features"), ("asr_nemo80_conv", "features"),
-                                         ("asr_gigaam_v2_conv", "features"), ("asr_resample_16_8", "resampled")])
-def test_onnx_asr_front_ends_at_a_fixed_length(name, output):
+def _front_end_outputs(converted, path, waveform, lens, outputs, tmp) -> list[str]:
+    """Failures of `outputs` in real ncnn and the interpreter against onnxruntime for one waveform."""
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {"waveforms": waveform, "waveforms_lens": np.array([lens], np.int64)}
+    want = dict(zip(outputs, session.run(outputs, feeds)))
+    param, bin_ = Path(tmp) / "m.param", Path(tmp) / "m.bin"
+    converted.save(param, bin_)
+    failures = []
+    for backend in ("ncnn", "interpreter"):
+        got = converted_run(converted, param, bin_, backend)({k: v for k, v in feeds.items()
+                                                              if k in [e["onnx"] for e in converted.io()["inputs"]]})
+        for name in outputs:
+            ok, detail = within_tolerance(got[name], want[name])
+            if not ok:
+                failures.append(f"{len(waveform[0])} samples, lens {lens}: {backend} {name}: {detail}")
+    return failures
+
+
+@pytest.mark.parametrize("name,outputs", [("asr_nemo80_conv", ["features", "features_lens"]),
+                                          ("asr_gigaam_v2_conv", ["features", "features_lens"]),
+                                          ("asr_resample_16_8", ["resampled", "resampled_lens"])])
+def test_onnx_asr_front_ends_one_file_for_every_length(tmp_path, name, outputs):
     """onnx-asr's feature extractors (STFT as Conv, mel MatMul, log, per-feature normalization, length
-    masks with Range/Less/Where) and a resampler. Their lengths input is integer math: fixed with
-    --input-value, as are the samples with --input-shape."""
+    masks: Range over the run-time length < lens, Where) and a resampler (Slice to a run-time end).
+    The lengths input is integer math at run time; a lens shorter than the waveform masks the tail."""
     path = fetch(name)
+    converted = convert(path)
+    failures = []
+    for samples, lens in ((16000, 16000), (12345, 12345), (16000, 9000)):
+        waveform = (np.random.default_rng(samples + lens).standard_normal((1, samples)) * 0.1).astype(np.float32)
+        failures += _front_end_outputs(converted, path, waveform, lens, outputs, tmp_path)
+    assert not failures, "\n".join(failures)
+
+
+def test_onnx_asr_whisper_front_end_at_a_fixed_length(tmp_path):
+    """Whisper pads every clip to 30 s: its Pad amounts are computed from the length, which ncnn's
+    Padding cannot take at run time, so the length is fixed (and its lens with it)."""
+    path = fetch("asr_whisper80_conv")
     samples = 16000
     converted = convert(path, input_shapes={"waveforms": [1, samples]}, input_values={"waveforms_lens": [samples]})
     waveform = (np.random.default_rng(3).standard_normal((1, samples)) * 0.1).astype(np.float32)
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    want = session.run([output], {"waveforms": waveform, "waveforms_lens": np.array([samples], np.int64)})[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        param, bin_ = Path(tmp) / "m.param", Path(tmp) / "m.bin"
-        converted.save(param, bin_)
-        io = converted.io()
-        blob = next(e["ncnn"] for e in io["outputs"] if e["onnx"] == output)
-        feeds = {io["inputs"][0]["ncnn"]: to_ncnn(waveform, io["inputs"][0])}
-        for backend, got in (("ncnn", run_ncnn(param, bin_, feeds, [blob])), ("interpreter", converted.run(feeds))):
-            ok, detail = within_tolerance(got[blob], want)
-            assert ok, f"{name} {backend}: {detail}"
+    failures = _front_end_outputs(converted, path, waveform, samples, ["features"], tmp_path)
+    assert not failures, "\n".join(failures)
 
 
 def test_stft_is_refused_naming_the_conv_export():
