@@ -19,6 +19,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..ncnn_layers import SPECS
 from . import size_guard
+from .blas_threads import blas_threads
 from .buffers import BufferPool, exclusive, recycle
 from .registry import KERNELS, InterpreterError
 
@@ -173,7 +174,7 @@ class Plan:
             slots[self.slot[name]] = as_blob(value)
         index = 0
         try:
-            with self.pool, np.errstate(all="ignore"):     # ncnn makes inf and NaN silently
+            with self.pool, np.errstate(all="ignore"), blas_threads():     # ncnn makes inf and NaN silently
                 for index, step in enumerate(self.steps):
                     if step.in_place:
                         result = self._call_in_place(step, slots)
