@@ -308,3 +308,21 @@ layer("Einsum", (0, "equation", INTS, ()))   # the equation string as character 
 def einsum_equation(text: str) -> tuple[int, ...]:
     """Einsum's param 0 value: ncnn reads the equation as an int array of character codes."""
     return tuple(ord(ch) for ch in text)
+
+# ---- 1-D convolution and pooling (convolution1d.cpp, pooling1d.cpp, ...): pnnx's Conv1d etc.
+# The input is 2-D (channels, length); pad_right has its own id in each layer
+_CONV1D_GEOMETRY = (
+    (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1), (3, "stride_w", INT, 1),
+    (4, "pad_left", INT, 0), (5, "bias_term", INT, 0), (6, "weight_data_size", INT, 0), *_ACTIVATION,
+    (15, "pad_right", INT, "pad_left"),
+)
+layer("Convolution1D", *_CONV1D_GEOMETRY, (18, "pad_value", FLOAT, 0.0), (19, "dynamic_weight", INT, 0),
+      weights=_CONV_WEIGHTS)
+layer("ConvolutionDepthWise1D", *_CONV1D_GEOMETRY, (7, "group", INT, 1), (18, "pad_value", FLOAT, 0.0),
+      (19, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
+layer("Deconvolution1D", *_CONV1D_GEOMETRY, (18, "output_pad_right", INT, 0), (20, "output_w", INT, 0),
+      (28, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
+layer("Pooling1D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
+      (3, "pad_left", INT, 0), (14, "pad_right", INT, "pad_left"), (4, "global_pooling", INT, 0),
+      (5, "pad_mode", INT, 0), (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
+      (8, "out_w", INT, 0))
