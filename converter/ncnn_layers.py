@@ -326,3 +326,27 @@ layer("Pooling1D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "st
       (3, "pad_left", INT, 0), (14, "pad_right", INT, "pad_left"), (4, "global_pooling", INT, 0),
       (5, "pad_mode", INT, 0), (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
       (8, "out_w", INT, 0))
+
+# ---- element-wise and per-channel layers from caffe-era ncnn that pnnx also writes ----
+# (exp.cpp, log.cpp, power.cpp, threshold.cpp, scale.cpp, bias.cpp, normalize.cpp, ...)
+layer("Softplus")
+layer("AbsVal")
+layer("BNLL")
+layer("DeepCopy")
+layer("Threshold", (0, "threshold", FLOAT, 0.0))
+layer("Exp", (0, "base", FLOAT, -1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+layer("Log", (0, "base", FLOAT, -1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+layer("Power", (0, "power", FLOAT, 1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+# scale_data_size -233: the scale is the second input blob and nothing is read from the .bin
+_own_scale = lambda p: p.scale_data_size != -233  # noqa: E731
+layer("Scale", (0, "scale_data_size", INT, 0), (1, "bias_term", INT, 0),
+      weights=(WeightSpec("scale_data", _numel("scale_data_size"), present=_own_scale),
+               WeightSpec("bias_data", _numel("scale_data_size"), present=lambda p: _own_scale(p) and p.bias_term)))
+layer("Bias", (0, "bias_data_size", INT, 0), weights=(WeightSpec("bias_data", _numel("bias_data_size")),))
+layer("ShuffleChannel", (0, "group", INT, 1), (1, "reverse", INT, 0))
+# across_channel defaults to 1 in normalize.cpp (operators.md says 0)
+layer("Normalize", (0, "across_spatial", INT, 0), (1, "channel_shared", INT, 0), (2, "eps", FLOAT, 0.0001),
+      (3, "scale_data_size", INT, 0), (4, "across_channel", INT, 1), (9, "eps_mode", INT, 0),
+      weights=(WeightSpec("scale_data", _numel("scale_data_size")),))
+layer("StatisticsPooling", (0, "include_stddev", INT, 0))
+layer("Diag", (0, "diagonal", INT, 0))

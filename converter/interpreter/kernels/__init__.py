@@ -12,3 +12,4 @@ from . import gridsample  # noqa: F401
 from . import fold  # noqa: F401
 from . import einsum  # noqa: F401
 from . import conv1d, pooling1d  # noqa: F401
+from . import elementwise_extra  # noqa: F401
