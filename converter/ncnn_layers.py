@@ -350,3 +350,19 @@ layer("Normalize", (0, "across_spatial", INT, 0), (1, "channel_shared", INT, 0),
       weights=(WeightSpec("scale_data", _numel("scale_data_size")),))
 layer("StatisticsPooling", (0, "include_stddev", INT, 0))
 layer("Diag", (0, "diagonal", INT, 0))
+
+# ---- 3-D convolution and pooling (convolution3d.cpp, pooling3d.cpp): input (c, d, h, w) ----
+layer("Convolution3D", (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1),
+      (3, "stride_w", INT, 1), (4, "pad_left", INT, 0), (5, "bias_term", INT, 0), (6, "weight_data_size", INT, 0),
+      *_ACTIVATION, (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+      (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"), (15, "pad_right", INT, "pad_left"),
+      (16, "pad_bottom", INT, "pad_top"), (24, "pad_front", INT, "pad_left"), (17, "pad_behind", INT, "pad_front"),
+      (18, "pad_value", FLOAT, 0.0), (21, "kernel_d", INT, "kernel_w"), (22, "dilation_d", INT, "dilation_w"),
+      (23, "stride_d", INT, "stride_w"), weights=_CONV_WEIGHTS)
+layer("Pooling3D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
+      (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
+      (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0), (8, "out_w", INT, 0),
+      (11, "kernel_h", INT, "kernel_w"), (12, "stride_h", INT, "stride_w"), (13, "pad_top", INT, "pad_left"),
+      (14, "pad_right", INT, "pad_left"), (15, "pad_bottom", INT, "pad_top"), (23, "pad_front", INT, "pad_left"),
+      (16, "pad_behind", INT, "pad_front"), (18, "out_h", INT, "out_w"), (21, "kernel_d", INT, "kernel_w"),
+      (22, "stride_d", INT, "stride_w"), (28, "out_d", INT, "out_w"))
