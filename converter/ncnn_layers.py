@@ -366,3 +366,12 @@ layer("Pooling3D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "st
       (14, "pad_right", INT, "pad_left"), (15, "pad_bottom", INT, "pad_top"), (23, "pad_front", INT, "pad_left"),
       (16, "pad_behind", INT, "pad_front"), (18, "out_h", INT, "out_w"), (21, "kernel_d", INT, "kernel_w"),
       (22, "stride_d", INT, "stride_w"), (28, "out_d", INT, "out_w"))
+
+# ---- STFT and inverse STFT (spectrogram.cpp, inversespectrogram.cpp): pnnx's torch.stft/istft ----
+_STFT_COMMON = ((0, "n_fft", INT, 0), (3, "winlen", INT, "n_fft"), (4, "window_type", INT, 0),
+                (5, "center", INT, 1), (7, "normalized", INT, 0))
+# hoplen defaults to n_fft / 4 (None here: the kernels work it out from n_fft)
+layer("Spectrogram", *_STFT_COMMON, (1, "power", INT, 0), (2, "hoplen", INT, None), (6, "pad_type", INT, 2),
+      (8, "onesided", INT, 1))
+# returns defaults to 0 (complex) in inversespectrogram.cpp; operators.md says 1
+layer("InverseSpectrogram", *_STFT_COMMON, (1, "returns", INT, 0), (2, "hoplen", INT, None))
