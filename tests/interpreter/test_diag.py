@@ -1,5 +1,4 @@
 """Diag against the real ncnn."""
-import numpy as np
 import pytest
 
 from converter.interpreter import InterpreterError

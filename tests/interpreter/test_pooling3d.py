@@ -1,5 +1,4 @@
 """Pooling3D against the real ncnn."""
-import numpy as np
 import pytest
 
 from .layer_check import check, ids
