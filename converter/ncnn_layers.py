@@ -308,3 +308,70 @@ layer("Einsum", (0, "equation", INTS, ()))   # the equation string as character 
 def einsum_equation(text: str) -> tuple[int, ...]:
     """Einsum's param 0 value: ncnn reads the equation as an int array of character codes."""
     return tuple(ord(ch) for ch in text)
+
+# ---- 1-D convolution and pooling (convolution1d.cpp, pooling1d.cpp, ...): pnnx's Conv1d etc.
+# The input is 2-D (channels, length); pad_right has its own id in each layer
+_CONV1D_GEOMETRY = (
+    (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1), (3, "stride_w", INT, 1),
+    (4, "pad_left", INT, 0), (5, "bias_term", INT, 0), (6, "weight_data_size", INT, 0), *_ACTIVATION,
+    (15, "pad_right", INT, "pad_left"),
+)
+layer("Convolution1D", *_CONV1D_GEOMETRY, (18, "pad_value", FLOAT, 0.0), (19, "dynamic_weight", INT, 0),
+      weights=_CONV_WEIGHTS)
+layer("ConvolutionDepthWise1D", *_CONV1D_GEOMETRY, (7, "group", INT, 1), (18, "pad_value", FLOAT, 0.0),
+      (19, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
+layer("Deconvolution1D", *_CONV1D_GEOMETRY, (18, "output_pad_right", INT, 0), (20, "output_w", INT, 0),
+      (28, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
+layer("Pooling1D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
+      (3, "pad_left", INT, 0), (14, "pad_right", INT, "pad_left"), (4, "global_pooling", INT, 0),
+      (5, "pad_mode", INT, 0), (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0),
+      (8, "out_w", INT, 0))
+
+# ---- element-wise and per-channel layers from caffe-era ncnn that pnnx also writes ----
+# (exp.cpp, log.cpp, power.cpp, threshold.cpp, scale.cpp, bias.cpp, normalize.cpp, ...)
+layer("Softplus")
+layer("AbsVal")
+layer("BNLL")
+layer("DeepCopy")
+layer("Threshold", (0, "threshold", FLOAT, 0.0))
+layer("Exp", (0, "base", FLOAT, -1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+layer("Log", (0, "base", FLOAT, -1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+layer("Power", (0, "power", FLOAT, 1.0), (1, "scale", FLOAT, 1.0), (2, "shift", FLOAT, 0.0))
+# scale_data_size -233: the scale is the second input blob and nothing is read from the .bin
+_own_scale = lambda p: p.scale_data_size != -233  # noqa: E731
+layer("Scale", (0, "scale_data_size", INT, 0), (1, "bias_term", INT, 0),
+      weights=(WeightSpec("scale_data", _numel("scale_data_size"), present=_own_scale),
+               WeightSpec("bias_data", _numel("scale_data_size"), present=lambda p: _own_scale(p) and p.bias_term)))
+layer("Bias", (0, "bias_data_size", INT, 0), weights=(WeightSpec("bias_data", _numel("bias_data_size")),))
+layer("ShuffleChannel", (0, "group", INT, 1), (1, "reverse", INT, 0))
+# across_channel defaults to 1 in normalize.cpp (operators.md says 0)
+layer("Normalize", (0, "across_spatial", INT, 0), (1, "channel_shared", INT, 0), (2, "eps", FLOAT, 0.0001),
+      (3, "scale_data_size", INT, 0), (4, "across_channel", INT, 1), (9, "eps_mode", INT, 0),
+      weights=(WeightSpec("scale_data", _numel("scale_data_size")),))
+layer("StatisticsPooling", (0, "include_stddev", INT, 0))
+layer("Diag", (0, "diagonal", INT, 0))
+
+# ---- 3-D convolution and pooling (convolution3d.cpp, pooling3d.cpp): input (c, d, h, w) ----
+layer("Convolution3D", (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1),
+      (3, "stride_w", INT, 1), (4, "pad_left", INT, 0), (5, "bias_term", INT, 0), (6, "weight_data_size", INT, 0),
+      *_ACTIVATION, (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+      (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"), (15, "pad_right", INT, "pad_left"),
+      (16, "pad_bottom", INT, "pad_top"), (24, "pad_front", INT, "pad_left"), (17, "pad_behind", INT, "pad_front"),
+      (18, "pad_value", FLOAT, 0.0), (21, "kernel_d", INT, "kernel_w"), (22, "dilation_d", INT, "dilation_w"),
+      (23, "stride_d", INT, "stride_w"), weights=_CONV_WEIGHTS)
+layer("Pooling3D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
+      (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
+      (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0), (8, "out_w", INT, 0),
+      (11, "kernel_h", INT, "kernel_w"), (12, "stride_h", INT, "stride_w"), (13, "pad_top", INT, "pad_left"),
+      (14, "pad_right", INT, "pad_left"), (15, "pad_bottom", INT, "pad_top"), (23, "pad_front", INT, "pad_left"),
+      (16, "pad_behind", INT, "pad_front"), (18, "out_h", INT, "out_w"), (21, "kernel_d", INT, "kernel_w"),
+      (22, "stride_d", INT, "stride_w"), (28, "out_d", INT, "out_w"))
+
+# ---- STFT and inverse STFT (spectrogram.cpp, inversespectrogram.cpp): pnnx's torch.stft/istft ----
+_STFT_COMMON = ((0, "n_fft", INT, 0), (3, "winlen", INT, "n_fft"), (4, "window_type", INT, 0),
+                (5, "center", INT, 1), (7, "normalized", INT, 0))
+# hoplen defaults to n_fft / 4 (None here: the kernels work it out from n_fft)
+layer("Spectrogram", *_STFT_COMMON, (1, "power", INT, 0), (2, "hoplen", INT, None), (6, "pad_type", INT, 2),
+      (8, "onesided", INT, 1))
+# returns defaults to 0 (complex) in inversespectrogram.cpp; operators.md says 1
+layer("InverseSpectrogram", *_STFT_COMMON, (1, "returns", INT, 0), (2, "hoplen", INT, None))

@@ -193,7 +193,26 @@ def bcast_demo() -> onnx.ModelProto:
                    {"out_image": (1, 4, 6, 4), "out_seq": (1, 8, 8)}, bcast_demo.__doc__)
 
 
-MODELS = {f.__name__: f for f in (cnn_small, cnn_dynamic, cnn_mobile, transformer_small, bcast_demo)}
+def audio_1d() -> onnx.ModelProto:
+    """1-D audio-style stack: Conv1d (strided, depthwise, grouped dilated), MaxPool1d, ConvTranspose1d,
+    AvgPool1d, Softplus; pnnx writes it as Convolution1D, ConvolutionDepthWise1D, Pooling1D, Deconvolution1D."""
+    g = Graph("audio_1d", seed=5)
+
+    def conv1d(x, cin, cout, k, group=1, **attrs):
+        return g.op("Conv", x, g.weight(cout, cin // group, k, fan_in=cin // group * k),
+                    g.const(g.randn(cout, scale=0.1)), kernel_shape=[k], group=group, **attrs)
+
+    x = g.op("Relu", conv1d("wave", 4, 8, 5, strides=[2], pads=[2, 2]))
+    x = conv1d(x, 8, 8, 3, group=8, pads=[1, 1])
+    x = g.op("MaxPool", x, kernel_shape=[3], strides=[2], pads=[1, 1])
+    x = g.op("ConvTranspose", x, g.weight(8, 6, 4, fan_in=8 * 4), g.const(g.randn(6, scale=0.1)),
+             kernel_shape=[4], strides=[2], pads=[1, 1])
+    x = g.op("AveragePool", x, kernel_shape=[2], strides=[2])
+    g.op("Softplus", conv1d(x, 6, 6, 3, group=2, dilations=[2]), out="features")
+    return g.build({"wave": (1, 4, 64)}, {"features": (1, 6, 12)}, audio_1d.__doc__)
+
+
+MODELS = {f.__name__: f for f in (cnn_small, cnn_dynamic, cnn_mobile, transformer_small, bcast_demo, audio_1d)}
 
 # Concrete sizes for symbolic input dims when running a model under --check.
 CHECK_DIMS = {"cnn_dynamic": [{"H": 16, "W": 16}, {"H": 24, "W": 20}, {"H": 32, "W": 40}]}

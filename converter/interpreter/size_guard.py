@@ -99,6 +99,69 @@ def _interp(p, shapes) -> int:
     return c * max(out_h, 1) * max(out_w, 1)
 
 
+
+# ---- 1-D, 3-D and spectral layers (kernels conv1d, pooling1d, conv3d, pooling3d, diag, spectrogram)
+
+def _length(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, w) of a 1-D layer's input."""
+    return (shape[0] if len(shape) >= 2 else 1), shape[-1]
+
+
+@guard("Convolution1D", "ConvolutionDepthWise1D")
+def _convolution1d(p, shapes) -> int:
+    c, w = _length(shapes[0])
+    padded = _grow(w, p.pad_left, p.pad_right)
+    return max(c * padded * max(p.kernel_w, 1), max(p.num_output, 1) * padded)
+
+
+@guard("Deconvolution1D")
+def _deconvolution1d(p, shapes) -> int:
+    _, w = _length(shapes[0])
+    out_w = w * max(p.stride_w, 1) + p.dilation_w * p.kernel_w + max(p.output_pad_right, 0)
+    return max(p.num_output, 1) * max(out_w, p.output_w) * max(p.kernel_w, 1)
+
+
+@guard("Pooling1D")
+def _pooling1d(p, shapes) -> int:
+    c, w = _length(shapes[0])
+    return c * max(p.out_w if p.adaptive_pooling else 0, _grow(w, p.pad_left, p.pad_right, p.kernel_w))
+
+
+def _volume(shape, p, pads) -> int:
+    """c times the padded d*h*w of a 4-D input, for the given (before, after) pad param names."""
+    full = (1,) * (4 - len(shape)) + tuple(shape)
+    return full[0] * math.prod(_grow(n, p[a], p[b]) for n, (a, b) in zip(full[1:], pads))
+
+
+_PADS_3D = (("pad_front", "pad_behind"), ("pad_top", "pad_bottom"), ("pad_left", "pad_right"))
+
+
+@guard("Convolution3D")
+def _convolution3d(p, shapes) -> int:
+    taps = max(p.kernel_d * p.kernel_h * p.kernel_w, 1)
+    return _volume(shapes[0], p, _PADS_3D) * max(taps, p.num_output)
+
+
+@guard("Pooling3D")
+def _pooling3d(p, shapes) -> int:
+    adaptive = shapes[0][0] * max(p.out_d, 1) * max(p.out_h, 1) * max(p.out_w, 1) if p.adaptive_pooling else 0
+    return max(adaptive, _volume(shapes[0], p, _PADS_3D) * max(p.kernel_d * p.kernel_h * p.kernel_w, 1))
+
+
+@guard("Diag")
+def _diag(p, shapes) -> int:
+    side = shapes[0][-1] + abs(p.diagonal)
+    return side * side
+
+
+@guard("Spectrogram", "InverseSpectrogram")
+def _spectrogram(p, shapes) -> int:
+    """The n_fft x n_fft DFT tables and the frames x n_fft products (and the overlap-added signal)."""
+    n_fft, shape = max(p.n_fft, 1), shapes[0]
+    hop = max(p.n_fft // 4 if p.hoplen is None else p.hoplen, 1)
+    frames = shape[1] if len(shape) == 3 else (math.prod(shape) + n_fft) // hop + 1
+    return n_fft * n_fft + 2 * frames * n_fft + frames * hop
+
 def check(node, p, inputs) -> None:
     """Raise before the kernel runs if `node` would make a blob over the cap."""
     estimate = GUARDS.get(node.op)

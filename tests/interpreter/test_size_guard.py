@@ -13,6 +13,13 @@ HUGE = [
     ("Interp", ids("Interp", resize_type=2, output_height=100000, output_width=100000)),
     ("Interp", ids("Interp", resize_type=1, size_expr="*(0w,100000),*(0h,100000)")),
     ("Pooling", ids("Pooling", kernel_w=2, pad_left=2**20)),
+    ("Pooling1D", ids("Pooling1D", kernel_w=2, pad_left=2**30)),
+    ("Pooling1D", ids("Pooling1D", adaptive_pooling=1, out_w=2**30)),
+    ("Pooling3D", ids("Pooling3D", kernel_w=2, pad_left=2**10)),
+    ("Pooling3D", ids("Pooling3D", adaptive_pooling=1, out_w=2**11)),
+    ("Diag", ids("Diag", diagonal=2**16)),
+    ("Spectrogram", ids("Spectrogram", n_fft=2**16)),
+    ("InverseSpectrogram", ids("InverseSpectrogram", n_fft=2**16)),
 ]
 
 
@@ -29,6 +36,17 @@ def test_huge_convolution_padding_is_refused():
     params = ids("Convolution", num_output=1, kernel_w=1, weight_data_size=2, pad_left=2**20)
     with pytest.raises(InterpreterError, match="cap"):
         interpret("Convolution", params, [X], weights=[np.ones(2, np.float32)])
+
+
+@pytest.mark.parametrize("op,shape,params", [
+    ("Convolution1D", (2, 8), dict(num_output=1, kernel_w=1, weight_data_size=2, pad_left=2**30)),
+    ("ConvolutionDepthWise1D", (2, 8), dict(num_output=2, kernel_w=1, weight_data_size=2, group=2, pad_left=2**30)),
+    ("Deconvolution1D", (2, 8), dict(num_output=1, kernel_w=1, weight_data_size=2, stride_w=2**28)),
+    ("Convolution3D", (2, 4, 4, 4), dict(num_output=1, kernel_w=1, weight_data_size=2, pad_left=2**10)),
+])
+def test_huge_1d_and_3d_convolutions_are_refused(op, shape, params):
+    with pytest.raises(InterpreterError, match="cap"):
+        interpret(op, ids(op, **params), [np.zeros(shape, np.float32)], weights=[np.ones(2, np.float32)])
 
 
 def test_the_cap_is_settable(monkeypatch):

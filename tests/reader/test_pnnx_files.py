@@ -20,6 +20,7 @@ FILES = {   # name -> ncnn input shapes (numpy order, batch dropped)
     "cnn_small": [(3, 32, 32)],
     "cnn_dynamic": [(3, 16, 16)],
     "ppocr_mobile_cls": [(3, 48, 192)],
+    "audio_1d": [(4, 64)],
 }
 
 
@@ -43,6 +44,17 @@ def test_run_matches_the_real_runtime(name):
         assert ours[blob].shape == real[blob].shape
         scale = max(1.0, float(np.abs(real[blob]).max()))
         np.testing.assert_allclose(ours[blob], real[blob], rtol=1e-4, atol=1e-5 * scale, err_msg=blob)
+
+
+def test_pnnx_1d_layers_compute_the_onnx_model():
+    """pnnx writes Conv1d/MaxPool1d/ConvTranspose1d/AvgPool1d as ncnn's 1-D layers (and Softplus
+    as the Softplus layer): the interpreter's run equals onnxruntime on the source model."""
+    model = load_ncnn(*paths("audio_1d"))
+    assert {"Convolution1D", "ConvolutionDepthWise1D", "Pooling1D", "Deconvolution1D", "Softplus"} <= {
+        node.op for node in model.graph.topological()}
+    feeds = feeds_for(FILES["audio_1d"])
+    reference = ort.InferenceSession(str(MODELS / "audio_1d.onnx")).run(None, {"wave": feeds["in0"][None]})[0]
+    np.testing.assert_allclose(model.run(feeds)["out0"], reference[0], rtol=1e-4, atol=1e-5)
 
 
 def test_the_cli_runs_a_pnnx_file(tmp_path):

@@ -11,3 +11,8 @@ from . import cast  # noqa: F401
 from . import gridsample  # noqa: F401
 from . import fold  # noqa: F401
 from . import einsum  # noqa: F401
+from . import conv1d, pooling1d  # noqa: F401
+from . import elementwise_extra  # noqa: F401
+from . import diag, per_channel  # noqa: F401
+from . import conv3d, pooling3d  # noqa: F401
+from . import spectrogram  # noqa: F401
