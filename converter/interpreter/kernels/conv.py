@@ -161,6 +161,19 @@ def padded_rows(x: np.ndarray, pads, value, tail: int) -> tuple[np.ndarray, int,
     return flat, hp, wp
 
 
+def _bands(dims, oh: int, row: int) -> list[tuple[int, int, int, int]]:
+    """(first group, end group, first output row, end row) per band of im2col columns: whole groups
+    when one group's columns (`row` floats per output row and tap) fit a band (depthwise layers:
+    long products, few calls), else bands of output rows across all groups."""
+    group, cg, kh, kw = dims
+    per_group = cg * kh * kw * oh * row
+    if group > 1 and per_group <= BAND_FLOATS:
+        groups = BAND_FLOATS // per_group
+        return [(g0, min(g0 + groups, group), 0, oh) for g0 in range(0, group, groups)]
+    rows = max(1, min(oh, BAND_FLOATS // (group * cg * kh * kw * row)))
+    return [(0, group, r0, min(r0 + rows, oh)) for r0 in range(0, oh, rows)]
+
+
 def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) -> np.ndarray:
     """A convolution with horizontal stride 1, its columns built as flat rows (see the module
     doc); the bias add (or a copy) keeps the first ow of each computed row of wp."""
@@ -170,13 +183,7 @@ def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) 
     out_c = w.shape[0] * w.shape[1]
     rows = empty((out_c, oh, wp))
     flat_out = rows.reshape(group, out_c // group, oh * wp)
-    per_group = cg * kh * kw * oh * wp
-    if group > 1 and per_group <= BAND_FLOATS:
-        groups = BAND_FLOATS // per_group
-        bands = [(g0, min(g0 + groups, group), 0, oh) for g0 in range(0, group, groups)]
-    else:
-        band_rows = max(1, min(oh, BAND_FLOATS // (group * cg * kh * kw * wp)))
-        bands = [(0, group, r0, min(r0 + band_rows, oh)) for r0 in range(0, oh, band_rows)]
+    bands = _bands(dims, oh, wp)
     g_end, r_end = bands[0][1], bands[0][3]
     band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * wp,))
     channel = hp * wp * 4
@@ -201,17 +208,9 @@ def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) 
 
 
 def _banded_im2col_matmul(w, xp, flat_out, dims, steps, oh: int, ow: int) -> None:
-    """flat_out[g] = w[g] @ columns[g], building the columns one band at a time: whole groups
-    when one group's columns fit a band (depthwise layers: long products, few calls), else
-    bands of output rows across all groups."""
+    """flat_out[g] = w[g] @ columns[g], building the columns one band at a time (_bands)."""
     group, cg, kh, kw = dims
-    per_group = cg * kh * kw * oh * ow
-    if group > 1 and per_group <= BAND_FLOATS:
-        groups = BAND_FLOATS // per_group
-        bands = [(g0, min(g0 + groups, group), 0, oh) for g0 in range(0, group, groups)]
-    else:
-        rows = max(1, min(oh, BAND_FLOATS // (group * cg * kh * kw * ow)))
-        bands = [(0, group, r0, min(r0 + rows, oh)) for r0 in range(0, oh, rows)]
+    bands = _bands(dims, oh, ow)
     g_end, r_end = bands[0][1], bands[0][3]
     band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * ow,))
     sh, sw, dh, dw = steps
