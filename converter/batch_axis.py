@@ -142,6 +142,13 @@ def reduce(graph: Graph, node: Node, out: Tensor) -> int | None:
     return b - sum(a < b for a in axes)
 
 
+@rule("STFT", "DFT")
+def leading_batch(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """[batch, length(, 1 or 2)] -> [batch, frames, bins, 2]: the batch stays in front."""
+    x = _first(graph, node)
+    return 0 if x is not None and x.batch_axis == 0 and out.rank else None
+
+
 @rule("Shape", "Size", "ConstantOfShape", "Range", "NonZero", "Constant")
 def no_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
     return None

@@ -210,6 +210,19 @@ def _forget_declared_shapes(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]
     return declared
 
 
+# attribute defaults that onnx's shape inference misreads (onnx 1.23: an STFT without `onesided`
+# is inferred with n_fft bins, while the spec and onnxruntime give n_fft // 2 + 1)
+SPELLED_OUT_DEFAULTS = {"STFT": {"onesided": 1}}
+
+
+def _spell_out_defaults(proto: onnx.ModelProto) -> None:
+    for node in proto.graph.node:
+        present = {a.name for a in node.attribute}
+        for name, value in SPELLED_OUT_DEFAULTS.get(node.op_type, {}).items():
+            if name not in present:
+                node.attribute.append(onnx.helper.make_attribute(name, value))
+
+
 def _restore_declared(proto: onnx.ModelProto, declared: dict[str, onnx.TypeProto]) -> None:
     for vi in proto.graph.output:
         old = declared.get(vi.name)
@@ -241,6 +254,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
     _apply_input_values(proto, input_values or {})
+    _spell_out_defaults(proto)
     overridden = _apply_input_shapes(proto, input_shapes or {})
     if warnings is not None:
         warnings.extend(overridden)

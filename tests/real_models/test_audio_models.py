@@ -100,10 +100,13 @@ def _front_end_outputs(converted, path, waveform, lens, outputs, tmp) -> list[st
 
 @pytest.mark.parametrize("name,outputs", [("asr_nemo80_conv", ["features", "features_lens"]),
                                           ("asr_gigaam_v2_conv", ["features", "features_lens"]),
+                                          ("asr_nemo80", ["features", "features_lens"]),
+                                          ("asr_gigaam_v2", ["features", "features_lens"]),
                                           ("asr_resample_16_8", ["resampled", "resampled_lens"])])
 def test_onnx_asr_front_ends_one_file_for_every_length(tmp_path, name, outputs):
-    """onnx-asr's feature extractors (STFT as Conv, mel MatMul, log, per-feature normalization, length
-    masks: Range over the run-time length < lens, Where) and a resampler (Slice to a run-time end).
+    """onnx-asr's feature extractors (STFT as ncnn Spectrogram, or as a Conv in the _conv exports; mel
+    MatMul, log, per-feature normalization, length masks: Range over the run-time length < lens,
+    Where) and a resampler (Slice to a run-time end).
     The lengths input is integer math at run time; a lens shorter than the waveform masks the tail."""
     path = fetch(name)
     converted = convert(path)
@@ -114,10 +117,11 @@ def test_onnx_asr_front_ends_one_file_for_every_length(tmp_path, name, outputs):
     assert not failures, "\n".join(failures)
 
 
-def test_onnx_asr_whisper_front_end_at_a_fixed_length(tmp_path):
+@pytest.mark.parametrize("name", ["asr_whisper80_conv", "asr_whisper80"])
+def test_onnx_asr_whisper_front_end_at_a_fixed_length(tmp_path, name):
     """Whisper pads every clip to 30 s: its Pad amounts are computed from the length, which ncnn's
     Padding cannot take at run time, so the length is fixed (and its lens with it)."""
-    path = fetch("asr_whisper80_conv")
+    path = fetch(name)
     samples = 16000
     converted = convert(path, input_shapes={"waveforms": [1, samples]}, input_values={"waveforms_lens": [samples]})
     waveform = (np.random.default_rng(3).standard_normal((1, samples)) * 0.1).astype(np.float32)
@@ -125,7 +129,8 @@ def test_onnx_asr_whisper_front_end_at_a_fixed_length(tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def test_stft_is_refused_naming_the_conv_export():
-    """The STFT op has no lowering (the _conv exports compute it as a Conv): refused in one line naming the node."""
-    with pytest.raises(ConversionError, match="unsupported ONNX ops.*STFT"):
-        convert(fetch("asr_whisper80"), input_shapes={"waveforms": [1, 16000]}, input_values={"waveforms_lens": [16000]})
+def test_window_rounded_to_float16_is_refused_in_one_line():
+    """GigaAM v3 stores its Hann window in float16: ncnn's Spectrogram builds an exact one, 2e-3 away."""
+    with pytest.raises(ConversionError, match="STFT node .*none of ncnn's ones/Hann/Hamming.*off a Hann window") as info:
+        convert(fetch("asr_gigaam_v3"))
+    assert "\n" not in str(info.value)
