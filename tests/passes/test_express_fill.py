@@ -93,3 +93,10 @@ def test_fractional_range_start_still_asks_for_a_fixed_shape():
     """A count of steps from a non-integral start is not a run-time term: the old refusal stands."""
     with pytest.raises(ConversionError, match="--input-shape x="):
         convert(strided_range_model(0.5, 1))
+
+
+@pytest.mark.parametrize("start", [-3e9, 2**33])
+def test_range_start_beyond_int32_is_refused(start):
+    """ncnn's expressions read literals with %d and compute in C ints: a wider start is refused by name."""
+    with pytest.raises(ConversionError, match="ConstantOfShape node .*does not fit the 32-bit ints"):
+        convert(strided_range_model(start, 1))
