@@ -76,3 +76,16 @@ def test_verify_reports_onnxruntime_refusal_in_one_line(tmp_path, capsys):
     assert main(["verify", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "onnxruntime" in err[0], err
+
+
+def test_checker_complaint_over_several_lines_is_one_whole_line(tmp_path, capsys):
+    """onnx's checker wraps 'input ... of node:' over lines; the warning keeps the whole sentence."""
+    model = make_model([helper.make_node("Relu", ["x"], ["r"], name="first"),
+                        helper.make_node("Neg", ["r"], ["y"], name="second")], [("x", [1, 3, 4])], [("y", [1, 3, 4])])
+    model.graph.node.reverse()          # onnxruntime sorts the nodes itself; the converter does too
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["convert", str(path), "-o", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("onnx2ncnn: warning:"), err
+    assert "input 'r' of node: name: second OpType: Neg is not output of any previous nodes" in err[0], err
