@@ -83,7 +83,7 @@ def mutate_model(rng: random.Random, model: onnx.ModelProto) -> onnx.ModelProto:
     m = onnx.ModelProto.FromString(model.SerializeToString())
     g = m.graph
     what = rng.choice(["attribute", "attribute", "shape", "elem_type", "op", "input", "input", "initializer",
-                       "initializer", "order", "opset", "branch"])
+                       "initializer", "order", "opset", "branch"] + ["initializer", "branch"] * (len(g.node) < 12))
     if what == "branch":         # the If models: mutate inside a then/else graph instead
         branches = [a.g for n in g.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
         g = rng.choice(branches) if branches else g
@@ -131,7 +131,7 @@ def _mutate_attribute(rng: random.Random, node: onnx.NodeProto) -> None:
     if not numbers:
         if node.attribute and rng.random() < 0.5:
             node.attribute.remove(rng.choice(node.attribute))
-        else:       # an attribute the op may not take, or takes with another type
+        elif rng.random() < 0.3:       # an attribute the op may not take, or takes with another type
             name = rng.choice(["axis", "axes", "to", "value", "min", "max", "exclusive", "reverse", "perm"])
             node.attribute.append(onnx.helper.make_attribute(name, rng.choice([rng.choice(ODD_INTS),
                                                                                rng.choice(ODD_FLOATS), [0, 1]])))
@@ -432,7 +432,7 @@ def fuzz(seed: int, count: int, time_limit: float, workers: int, deadline: float
         for i, outcomes in results:
             for o in outcomes:
                 counts[o] += 1
-                if examples is not None and o not in ("exit 0", "exit 1", "clean exit 2"):
+                if examples is not None and o not in ("exit 0", "clean exit 2"):    # exit 1: verify mismatched
                     examples.setdefault(o, []).append(i)
             if deadline is not None and time.monotonic() > deadline:
                 pool.terminate()
