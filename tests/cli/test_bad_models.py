@@ -43,6 +43,13 @@ def maxpool_zero_kernel():
                       [("x", [1, 3, 8, 8])], [("y", [1, 3, 8, 4])])
 
 
+def gather_from_a_scalar():
+    """Invalid (Gather needs data of rank >= 1), but onnxruntime loads it, so it reaches the converter."""
+    return make_model([helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+                       helper.make_node("Gather", ["top", "i"], ["y"])],
+                      [("x", [1, 3, 8, 8])], [("y", [])], [("i", np.array(1.5, np.float32))])
+
+
 CASES = {
     "perm not a permutation": (transpose([0, 2, 1, 2]), "not a permutation"),
     "perm out of range": (transpose([0, 2, 3, 10**12]), "not a permutation"),
@@ -51,6 +58,7 @@ CASES = {
     "div operands vs declared output": (div_declared_wrong(), "do not broadcast"),
     "dim of 1e12": (huge_input(), "GiB"),
     "maxpool kernel 0": (maxpool_zero_kernel(), "positive"),
+    "gather from a scalar": (gather_from_a_scalar(), "is a scalar"),
 }
 
 
