@@ -166,11 +166,14 @@ def _mutate_node_inputs(rng: random.Random, g: onnx.GraphProto, node: onnx.NodeP
 def _mutate_initializer(rng: random.Random, t: onnx.TensorProto) -> None:
     from onnx import numpy_helper
     roll = rng.random()
+    try:
+        value = numpy_helper.to_array(t)
+    except ValueError:          # an earlier mutation changed its dims: leave it so
+        return
     if roll < 0.4 or t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64):
         if t.dims:
             t.dims[rng.randrange(len(t.dims))] = rng.choice([0, 1, 3, 10**6])
         return
-    value = numpy_helper.to_array(t)
     if roll < 0.7 and value.size:        # one odd element: NaN, inf, an int64 past int32
         flat = value.reshape(-1).copy()
         pool = ODD_FLOATS if flat.dtype.kind == "f" else ODD_INTS + [2**62, -2**62]
