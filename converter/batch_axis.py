@@ -182,7 +182,7 @@ def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
     """Gather keeps the data's batch axis unless it gathers along it; the indices' axes replace the
     gathered one."""
     x = _first(graph, node)
-    if x is None or x.rank is None or len(node.inputs) < 2:
+    if x is None or not x.rank or len(node.inputs) < 2:     # (a scalar has no axis to gather along)
         return None
     indices = graph.tensors.get(node.inputs[1])
     if indices is None or indices.rank is None:

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 F32 = np.float32
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 _BLOB_REF = re.compile(r"^[0-9][whdcn]$")
 _SEPARATORS = re.compile(r"[(),]")
 
@@ -197,6 +198,9 @@ class Expr:
 
     @staticmethod
     def const(value: int) -> "Expr":
+        # ncnn reads a literal with sscanf("%d") and computes in C ints: a wider one reads as garbage
+        if not INT32_MIN <= int(value) <= INT32_MAX:
+            raise ExpressionError(f"the size term {int(value)} does not fit the 32-bit ints of an ncnn expression")
         return Expr(str(int(value)), int(value))
 
     @staticmethod

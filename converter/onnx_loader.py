@@ -45,8 +45,10 @@ def read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """The message's first paragraph on one line: onnx's checker wraps a sentence over lines
+    ("input 'x' of node:\nname: n OpType: Add\n is not output of ...") before its context block."""
+    paragraph = str(exc).strip().split("\n\n")[0]
+    return " ".join(paragraph.split()) or type(exc).__name__
 
 
 def default_opset(proto: onnx.ModelProto) -> int:

@@ -158,10 +158,14 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tupl
         return False, float("inf"), float("inf"), f"shape {list(got.shape)} vs expected {list(want.shape)}"
     got = got.reshape(want.shape).astype(np.float64)
     want = want.astype(np.float64)
-    diff = np.abs(got - want)
-    max_abs = float(diff.max()) if diff.size else 0.0
-    max_rel = float((diff / np.maximum(np.abs(want), 1e-12)).max()) if diff.size else 0.0
-    ok = bool(np.all(diff <= atol + rtol * np.abs(want))) and bool(np.all(np.isfinite(got) == np.isfinite(want)))
+    # the same inf, or NaN on both sides, is a match: inf - inf would make it a NaN difference
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    with np.errstate(invalid="ignore"):       # inf - inf and inf / inf where the values differ
+        diff = np.where(same, 0.0, np.abs(got - want))
+        max_abs = float(diff.max()) if diff.size else 0.0
+        max_rel = float((diff / np.maximum(np.abs(want), 1e-12)).max()) if diff.size else 0.0
+    finite = np.isfinite(got) & np.isfinite(want)
+    ok = bool(np.all(same | (finite & (diff <= atol + rtol * np.abs(np.where(finite, want, 0.0))))))
     return ok, max_abs, max_rel, None
 
 

@@ -14,8 +14,12 @@ An If whose condition is known only at run time (a wake-word model verifying
 only above a threshold) has both branches spliced in and each output chosen by
 Where(cond, then, else): every ONNX op but the loops is a pure function, so
 computing both and selecting gives the If's result, provided both branches give
-the same shape (checked once the walk has inferred them). Loop, Scan and Ifs
-whose branches hold them are refused, all named in one error.
+the same shape (checked once the walk has inferred them). The selection is
+arithmetic (c * then + (1 - c) * else, lowering/logic.py), so the branch not
+taken must stay finite: a branch reading a constant that holds inf or NaN is
+refused, and one that makes inf from finite values (x / 0 where the condition
+guards it) computes NaN; verify shows it. Loop, Scan and Ifs whose branches
+hold them are refused, all named in one error.
 
 The same walk re-infers every node whose output shape is still incomplete,
 now that folding has made more inputs constants: a size a nested If reads
@@ -62,7 +66,7 @@ def inline_if(graph: Graph) -> dict:
             # (a condition on run-time sizes has no ncnn form itself: refused below, naming the input)
             why = _why_refused(graph, node)
             spliced, pairs = _select(graph, node, scopes.pop(node.name, {}), scopes)
-            selects.append((why, pairs))
+            selects.append((why, pairs, {n.name for n in spliced if n.op != "Where"}))
             work.extendleft(reversed(spliced))
             changed.update(node.outputs)
             inlined += 1
@@ -74,6 +78,7 @@ def inline_if(graph: Graph) -> dict:
             if fold_node(graph, node, failures) or _refine(graph, node):
                 changed.update(outputs)
     refused += _unequal_branches(graph, selects)
+    refused += _non_finite_branches(graph, selects)
     if refused:
         raise ConversionError("control flow ncnn cannot run, nothing written: " + "; ".join(refused))
     return {"ifs_inlined": inlined, "fold_failures_after_inlining": failures}
@@ -91,7 +96,7 @@ def _loops(branch: onnx.GraphProto) -> bool:
 
 def _unequal_branches(graph: Graph, selects: list) -> list[str]:
     refused = []
-    for why, pairs in selects:
+    for why, pairs, _ in selects:
         for then, else_ in pairs:
             a, b = graph.tensors[then].shape, graph.tensors[else_].shape
             if a is None or a != b:
@@ -99,6 +104,23 @@ def _unequal_branches(graph: Graph, selects: list) -> list[str]:
                                f"got {a and list(a)} and {b and list(b)})")
                 break
     return refused
+
+
+def _non_finite_branches(graph: Graph, selects: list) -> list[str]:
+    """Selecting multiplies the branch not taken by 0: a branch node reading an inf or NaN
+    constant would turn the result into NaN whichever branch is taken."""
+    refused = []
+    for why, _, names in selects:
+        bad = next(((n, i) for n in sorted(names) if n in graph.nodes for i in graph.nodes[n].inputs
+                    if i and _non_finite(graph.value(i))), None)
+        if bad is not None:
+            refused.append(f"{why[:-1]}; computing both branches and selecting needs finite branch values, "
+                           f"but node '{bad[0]}' reads constant '{bad[1]}', which holds inf or NaN)")
+    return refused
+
+
+def _non_finite(value) -> bool:
+    return value is not None and value.dtype.kind == "f" and not np.all(np.isfinite(value))
 
 
 def _incomplete(graph: Graph, node: Node) -> bool:

@@ -26,6 +26,8 @@ def gather(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None or out.shape is None:
         raise fail(node, graph, "the rank of the data or the output is unknown")
+    if not x.shape:
+        raise fail(node, graph, f"the data '{x.name}' is a scalar; Gather needs at least one axis")
     axis = int(node.attrs.get("axis", 0))
     if not -x.rank <= axis < x.rank:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")

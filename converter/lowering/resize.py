@@ -99,7 +99,10 @@ def _targets(graph: Graph, node: Node, shape) -> list[Axis]:
     if (scales is None) == (sizes is None):
         raise fail(node, graph, "exactly one of scales and sizes must be given")
     given = (scales if sizes is None else sizes).ravel()
-    listed = [int(v) % rank for v in node.attrs.get("axes", range(rank))]
+    raw = [int(v) for v in node.attrs.get("axes", range(rank))]
+    if any(not -rank <= a < rank for a in raw) or len({a % rank for a in raw}) != len(raw):
+        raise fail(node, graph, f"axes {raw} are not distinct axes of a rank-{rank} input")
+    listed = [a % rank for a in raw]
     if len(listed) != len(given):
         raise fail(node, graph, f"{len(given)} scales/sizes for {len(listed)} axes")
     per_axis = dict(zip(listed, given.tolist()))

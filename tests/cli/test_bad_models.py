@@ -43,6 +43,13 @@ def maxpool_zero_kernel():
                       [("x", [1, 3, 8, 8])], [("y", [1, 3, 8, 4])])
 
 
+def gather_from_a_scalar():
+    """Invalid (Gather needs data of rank >= 1), but onnxruntime loads it, so it reaches the converter."""
+    return make_model([helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+                       helper.make_node("Gather", ["top", "i"], ["y"])],
+                      [("x", [1, 3, 8, 8])], [("y", [])], [("i", np.array(1.5, np.float32))])
+
+
 CASES = {
     "perm not a permutation": (transpose([0, 2, 1, 2]), "not a permutation"),
     "perm out of range": (transpose([0, 2, 3, 10**12]), "not a permutation"),
@@ -51,6 +58,7 @@ CASES = {
     "div operands vs declared output": (div_declared_wrong(), "do not broadcast"),
     "dim of 1e12": (huge_input(), "GiB"),
     "maxpool kernel 0": (maxpool_zero_kernel(), "positive"),
+    "gather from a scalar": (gather_from_a_scalar(), "is a scalar"),
 }
 
 
@@ -76,3 +84,16 @@ def test_verify_reports_onnxruntime_refusal_in_one_line(tmp_path, capsys):
     assert main(["verify", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "onnxruntime" in err[0], err
+
+
+def test_checker_complaint_over_several_lines_is_one_whole_line(tmp_path, capsys):
+    """onnx's checker wraps 'input ... of node:' over lines; the warning keeps the whole sentence."""
+    model = make_model([helper.make_node("Relu", ["x"], ["r"], name="first"),
+                        helper.make_node("Neg", ["r"], ["y"], name="second")], [("x", [1, 3, 4])], [("y", [1, 3, 4])])
+    model.graph.node.reverse()          # onnxruntime sorts the nodes itself; the converter does too
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["convert", str(path), "-o", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("onnx2ncnn: warning:"), err
+    assert "input 'r' of node: name: second OpType: Neg is not output of any previous nodes" in err[0], err

@@ -48,6 +48,9 @@ CASES = {
         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1)],
         [("x", (1, 2, 4, 4))], [(n, np.ones(2, np.float32)) for n in "sbmv"], {"opset": 15},
         ["BatchNormalization node 'my_batchnormalization'", "training_mode"]),
+    "clip_runtime_bound_not_one_value": (       # (a run-time scalar bound lowers to BinaryOp max)
+        [node("Clip", ["x", "lo"])], [("x", (1, 3, 4)), ("lo", (3,))], [], {},
+        ["Clip node 'my_clip'", "[3]", "one value"]),
     "hardsigmoid_negative_alpha": (
         [node("HardSigmoid", ["x"], alpha=-0.5)], [("x", (1, 3, 4))], [], {},
         ["HardSigmoid node 'my_hardsigmoid'", "alpha"]),

@@ -175,3 +175,13 @@ def test_legacy_upsample_and_resize10_keep_asymmetric(tmp_path, op, opset, mode,
     model = make_model([node], [("x", [1, 2, 4, 6])], [("y", None)], inits, opset=opset)
     converted = converts_exactly(model, tmp_path)
     assert converted or mode == "linear"      # asymmetric linear is refused, never half_pixel
+
+
+@pytest.mark.parametrize("axes", [[7, 3], [-5], [3, -1]])
+def test_axes_outside_the_rank_or_repeated_are_refused(axes):
+    """Invalid, but onnx's shape inference lets them through: 7 must not wrap around to axis 3."""
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", axes=axes, mode="nearest")
+    model = make_model([node], [("x", [1, 2, 5, 6])], [("y", [1, 2, 5, 12])],
+                       [("scales", np.full(len(axes), 2.0, np.float32))], opset=18)
+    with pytest.raises(ConversionError, match=r"Resize node 'resize' .*axes .* are not distinct axes of a rank-4"):
+        convert(model)

@@ -135,3 +135,10 @@ def test_slice_to_a_run_time_end_and_integer_lengths(tmp_path, n, lens):
     assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in converted.io()["outputs"]},
                              rtol=1e-6, atol=1e-6)
     assert "Crop" in ncnn_layer_types(converted) and "Shape" not in ncnn_layer_types(converted)
+
+
+@pytest.mark.parametrize("start", [-3e9, 2**33])
+def test_range_start_beyond_int32_is_refused(start):
+    """ncnn's expressions read literals with %d and compute in C ints: a wider start is refused by name."""
+    with pytest.raises(ConversionError, match="ConstantOfShape node .*does not fit the 32-bit ints"):
+        convert(strided_range_model(start, 1))

@@ -178,3 +178,15 @@ def test_if_on_a_size_known_after_folding_is_inlined(tmp_path):
     converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
     assert_matches_reference(model, feeds, outputs)
     assert converted.stats["ifs_inlined"] == 1
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_if_on_a_run_time_value_with_a_non_finite_branch_constant_is_refused(value):
+    """Selecting computes c * then + (1 - c) * else: an inf in the branch not taken would make NaN."""
+    model = rate_model()
+    then_branch = next(a.g for a in model.graph.node[1].attribute if a.name == "then_branch")
+    then_branch.initializer[0].CopyFrom(numpy_helper.from_array(np.array(value, np.float32), "two"))
+    with pytest.raises(ConversionError, match="If node 'pick' .*needs finite branch values, but node 'scale' "
+                                              "reads constant 'two\\w*', which holds inf or NaN"):
+        convert(model)
+    convert(model, input_values={"sr": 8000})       # a fixed condition keeps only the branch taken
