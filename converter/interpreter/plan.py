@@ -19,7 +19,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..ncnn_layers import SPECS
 from . import size_guard
-from .blas_threads import blas_threads
+from .blas_threads import blas_threads, choose_threads
 from .buffers import BufferPool, exclusive, recycle
 from .registry import KERNELS, InterpreterError
 
@@ -127,6 +127,7 @@ class Plan:
                                    f"the graph expects: {', '.join(expected)}")
         self.keep = keep
         self.pool = BufferPool()
+        self.threads = choose_threads()      # once per plan: one plan, one answer (see blas_threads.py)
         self.slot: dict[str, int] = {}
         self.fed = fed
         planned: list[tuple] = []               # (node, call, input slots, output slots)
@@ -174,7 +175,7 @@ class Plan:
             slots[self.slot[name]] = as_blob(value)
         index = 0
         try:
-            with self.pool, np.errstate(all="ignore"), blas_threads():     # ncnn makes inf and NaN silently
+            with self.pool, np.errstate(all="ignore"), blas_threads(self.threads):     # ncnn makes inf and NaN silently
                 for index, step in enumerate(self.steps):
                     if step.in_place:
                         result = self._call_in_place(step, slots)
