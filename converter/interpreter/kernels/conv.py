@@ -122,8 +122,9 @@ def _grouped_conv(p, weights, group: int):
         else:
             xp = pad_hw(x, *pads, pad_value)
             out = empty((out_c, oh, ow))
-            _banded_im2col_matmul(w, xp, out.reshape(group, out_c // group, oh * ow),
-                                  (group, cg, kh, kw), (sh, sw, dh, dw), oh, ow)
+            s_c, s_h, s_w = xp.strides
+            _banded_im2col_matmul(w, xp, out.reshape(group, out_c // group, oh * ow), (group, cg, kh, kw),
+                                  oh, ow, (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
             if xp is not x:
                 recycle(xp)
         if bias is not None:
@@ -177,26 +178,14 @@ def _bands(dims, oh: int, row: int) -> list[tuple[int, int, int, int]]:
 def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) -> np.ndarray:
     """A convolution with horizontal stride 1, its columns built as flat rows (see the module
     doc); the bias add (or a copy) keeps the first ow of each computed row of wp."""
-    group, cg, kh, kw = dims
+    group, kw = dims[0], dims[3]
     sh, dh, dw = steps
     flat, hp, wp = padded_rows(x, pads, pad_value, (kw - 1) * dw)
     out_c = w.shape[0] * w.shape[1]
     rows = empty((out_c, oh, wp))
     flat_out = rows.reshape(group, out_c // group, oh * wp)
-    bands = _bands(dims, oh, wp)
-    g_end, r_end = bands[0][1], bands[0][3]
-    band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * wp,))
     channel = hp * wp * 4
-    for g0, g1, r0, r1 in bands:
-        windows = np.ndarray((g1 - g0, cg, kh, kw, r1 - r0, wp), dtype=F32, buffer=flat,
-                             offset=g0 * cg * channel + r0 * sh * wp * 4,
-                             strides=(cg * channel, channel, dh * wp * 4, dw * 4, sh * wp * 4, 4))
-        columns = band[:windows.size].reshape(windows.shape)
-        np.copyto(columns, windows)
-        np.matmul(w[g0:g1], columns.reshape(g1 - g0, cg * kh * kw, (r1 - r0) * wp),
-                  out=flat_out[g0:g1, :, r0 * wp:r1 * wp])
-    del windows, columns
-    recycle(band)
+    _banded_im2col_matmul(w, flat, flat_out, dims, oh, wp, (channel, dh * wp * 4, dw * 4, sh * wp * 4, 4))
     recycle(flat)
     out = empty((out_c, oh, ow))
     if bias is None:
@@ -207,22 +196,22 @@ def _flat_rows_conv(w, x, pads, pad_value, bias, dims, steps, oh: int, ow: int) 
     return out
 
 
-def _banded_im2col_matmul(w, xp, flat_out, dims, steps, oh: int, ow: int) -> None:
-    """flat_out[g] = w[g] @ columns[g], building the columns one band at a time (_bands)."""
+def _banded_im2col_matmul(w, source, flat_out, dims, oh: int, row: int, strides) -> None:
+    """flat_out[g] = w[g] @ columns[g], building the columns one band at a time (_bands). The
+    columns are read from `source` with byte `strides` (channel, tap row, tap column, output row,
+    output column); an output row holds `row` columns."""
     group, cg, kh, kw = dims
-    bands = _bands(dims, oh, ow)
+    s_c, s_th, s_tw, s_row, s_col = strides
+    bands = _bands(dims, oh, row)
     g_end, r_end = bands[0][1], bands[0][3]
-    band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * ow,))
-    sh, sw, dh, dw = steps
-    s_c, s_h, s_w = xp.strides
+    band = empty((g_end * (r_end - bands[0][2]) * cg * kh * kw * row,))
     for g0, g1, r0, r1 in bands:
-        windows = np.ndarray((g1 - g0, cg, kh, kw, r1 - r0, ow), dtype=F32, buffer=xp,
-                             offset=g0 * cg * s_c + r0 * sh * s_h,
-                             strides=(cg * s_c, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
+        windows = np.ndarray((g1 - g0, cg, kh, kw, r1 - r0, row), dtype=F32, buffer=source,
+                             offset=g0 * cg * s_c + r0 * s_row, strides=(cg * s_c, s_c, s_th, s_tw, s_row, s_col))
         columns = band[:windows.size].reshape(windows.shape)
         np.copyto(columns, windows)
-        np.matmul(w[g0:g1], columns.reshape(g1 - g0, cg * kh * kw, (r1 - r0) * ow),
-                  out=flat_out[g0:g1, :, r0 * ow:r1 * ow])
+        np.matmul(w[g0:g1], columns.reshape(g1 - g0, cg * kh * kw, (r1 - r0) * row),
+                  out=flat_out[g0:g1, :, r0 * row:r1 * row])
     del windows, columns
     recycle(band)
 
