@@ -136,13 +136,20 @@ def _why_refused(graph: Graph, node: Node) -> str:
     values, sizes = _input_sources(graph, cond)
     hints = []
     if values:
-        hints.append(f"the value of input(s) {', '.join(values)}: fix it with "
-                     + " ".join(f"--input-value {s}=VALUE" for s in values))
+        # fixing a value helps for a setting (a sample rate, a flag), not for data such as an image
+        settings = [s for s in values if _small(graph.tensors[s])]
+        hints.append(f"the value of input(s) {', '.join(values)}" + (
+            ": fix it with " + " ".join(f"--input-value {s}=VALUE" for s in settings) if settings else ""))
     if sizes:
         hints.append(f"the size of input(s) {', '.join(sizes)}: fix it with "
                      + " ".join(f"--input-shape {s}=DIMS" for s in sizes))
     why = f"depends on {' and on '.join(hints)}" if hints else "is computed at run time"
     return f"If node '{node.name}' (its condition '{cond}' {why})"
+
+
+def _small(t: Tensor) -> bool:
+    """A setting-like input (a scalar, a few numbers), not data."""
+    return t.shape is not None and None not in t.shape and int(np.prod(t.shape)) <= 4
 
 
 def _input_sources(graph: Graph, name: str) -> tuple[list[str], list[str]]:

@@ -190,3 +190,16 @@ def test_if_on_a_run_time_value_with_a_non_finite_branch_constant_is_refused(val
                                               "reads constant 'two\\w*', which holds inf or NaN"):
         convert(model)
     convert(model, input_values={"sr": 8000})       # a fixed condition keeps only the branch taken
+
+
+def test_if_on_image_data_does_not_suggest_fixing_the_image():
+    """--input-value helps for a setting such as a sample rate, not for an image: no such hint."""
+    model = unequal_rate_model()
+    graph = model.graph
+    graph.node[0].CopyFrom(helper.make_node("ReduceMax", ["x"], ["peak"], keepdims=0))
+    graph.node.insert(1, helper.make_node("Greater", ["peak", "zero"], ["is_16k"]))
+    graph.initializer.append(numpy_helper.from_array(np.array(0, np.float32), "zero"))
+    del graph.input[1]
+    with pytest.raises(ConversionError, match="value of input\\(s\\) x; computing both") as info:
+        convert(model)
+    assert "--input-value" not in str(info.value)
