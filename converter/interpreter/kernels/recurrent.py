@@ -70,6 +70,18 @@ def _recurrent(p, step, x: np.ndarray, states: list[np.ndarray], n_outputs: int,
     return (y, *(f.reshape(shape) for f, shape in zip(finals, shapes)))
 
 
+def _forward(p, step, size: int, layer: str, widths: tuple[int, ...], n_outputs: int):
+    """The layer's run: the sequence, its initial states (zeros, or the extra bottoms) of `widths`,
+    unrolled by `step`; final states shaped as given, or (directions, width)."""
+    dirs = _directions(p)
+
+    def forward(x, *given):
+        states = _states(given, len(widths), dirs, widths, layer)
+        shapes = [s.shape for s in given] or [(dirs, w) for w in widths]
+        return _recurrent(p, step, _sequence(x, size, layer), states, n_outputs, shapes)
+    return forward
+
+
 def _blocks(w: np.ndarray, dirs: int, gates: int, rows: int, cols: int) -> np.ndarray:
     """A weight buffer as (dirs, gates, rows, cols)."""
     return w.astype(F32).reshape(dirs, gates, rows, cols)
@@ -93,11 +105,7 @@ def lstm(p, weights, n_outputs):
         h_new = o * np.tanh(cell)
         return (h_new if wr is None else wr[d] @ h_new), cell
 
-    def forward(x, *given):
-        states = _states(given, 2, dirs, (num_output, hidden), "LSTM")
-        shapes = [s.shape for s in given] or [(dirs, num_output), (dirs, hidden)]
-        return _recurrent(p, step, _sequence(x, size, "LSTM"), states, n_outputs, shapes)
-    return forward
+    return _forward(p, step, size, "LSTM", (num_output, hidden), n_outputs)
 
 
 @kernel("GRU", prepare=True, outputs=True)
@@ -116,11 +124,7 @@ def gru(p, weights, n_outputs):
         new = np.tanh(bias[d, 2] + r * (bias[d, 3] + gh[2]) + gx[2])
         return ((F32(1) - u) * new + u * h,)
 
-    def forward(x, *given):
-        states = _states(given, 1, dirs, (n,), "GRU")
-        shapes = [s.shape for s in given] or [(dirs, n)]
-        return _recurrent(p, step, _sequence(x, size, "GRU"), states, n_outputs, shapes)
-    return forward
+    return _forward(p, step, size, "GRU", (n,), n_outputs)
 
 
 @kernel("RNN", prepare=True, outputs=True)
@@ -136,8 +140,4 @@ def rnn(p, weights, n_outputs):
     def step(d, x_t, h):
         return (np.tanh(bias[d] + wx[d] @ x_t + wh[d] @ h),)
 
-    def forward(x, *given):
-        states = _states(given, 1, dirs, (n,), "RNN")
-        shapes = [s.shape for s in given] or [(dirs, n)]
-        return _recurrent(p, step, _sequence(x, size, "RNN"), states, n_outputs, shapes)
-    return forward
+    return _forward(p, step, size, "RNN", (n,), n_outputs)
