@@ -39,14 +39,20 @@ def _layernorm_group(p, x: np.ndarray) -> int:
     return 3
 
 
-@kernel("LayerNorm")
-def layernorm(p, weights, x):
+def normalized_axes(p, x: np.ndarray, layer: str) -> tuple[tuple[int, ...], int]:
+    """The trailing axes LayerNorm/RMSNorm normalize together and their element count; the affine
+    weights must have that many values."""
     n = _layernorm_group(p, x)
-    axes = tuple(range(x.ndim - n, x.ndim))
     size = math.prod(x.shape[x.ndim - n:])
     if p.affine and p.affine_size != size:
-        fail(f"LayerNorm affine_size {p.affine_size} does not match the {size} values "
+        fail(f"{layer} affine_size {p.affine_size} does not match the {size} values "
              f"ncnn normalizes together for shape {shape_str(x)}")
+    return tuple(range(x.ndim - n, x.ndim)), size
+
+
+@kernel("LayerNorm")
+def layernorm(p, weights, x):
+    axes, size = normalized_axes(p, x, "LayerNorm")
     # ncnn's float32 formula: x * a + b with a = 1 / sqrt(var + eps), b = -mean * a
     count = F32(size)
     mean = np.add.reduce(x, axis=axes, keepdims=True) / count
@@ -56,7 +62,7 @@ def layernorm(p, weights, x):
     out = x * a
     out += -mean * a
     if p.affine:
-        gamma, beta = (w.reshape(x.shape[x.ndim - n:]) for w in weights)
+        gamma, beta = (w.reshape(x.shape[axes[0]:]) for w in weights)
         out *= gamma
         out += beta
     return out

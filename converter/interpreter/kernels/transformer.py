@@ -1,12 +1,10 @@
 """Embed and RMSNorm: the layers token embeddings and RMS-normalized transformers need."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..registry import fail, kernel, shape_str
-from .norm import _layernorm_group
+from .norm import normalized_axes
 
 F32 = np.float32
 
@@ -29,14 +27,9 @@ def embed(p, weights, x):
 
 @kernel("RMSNorm")
 def rmsnorm(p, weights, x):
-    n = _layernorm_group(p, x)
-    axes = tuple(range(x.ndim - n, x.ndim))
-    size = math.prod(x.shape[x.ndim - n:])
-    if p.affine and p.affine_size != size:
-        fail(f"RMSNorm affine_size {p.affine_size} does not match the {size} values "
-             f"ncnn normalizes together for shape {shape_str(x)}")
+    axes, size = normalized_axes(p, x, "RMSNorm")
     rms = np.add.reduce(np.square(x), axis=axes, keepdims=True) / F32(size)
     out = x * (F32(1) / np.sqrt(rms + F32(p.eps)))
     if p.affine:
-        out *= weights[0].reshape(x.shape[x.ndim - n:])
+        out *= weights[0].reshape(x.shape[axes[0]:])
     return out
