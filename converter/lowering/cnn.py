@@ -130,22 +130,9 @@ def wrap_1d(graph: Graph, node: Node, make, out_channels: int | None, out_len) -
 
 # ---- Conv -------------------------------------------------------------------
 
-@lowers("Conv")
-def conv(graph: Graph, node: Node) -> list[Node]:
-    shape, nspatial = spatial_input(graph, node)
-    if len(node.inputs) > 3:
-        raise fail(node, graph, f"Conv takes at most 3 inputs, got {len(node.inputs)}")
-    weight = constant(graph, node, 1, "the weight (input 1)").astype(np.float32)
-    bias = optional_constant(graph, node, 2, "the bias (input 2)")
-    group = int(node.attrs.get("group", 1))
-    kernel = list(node.attrs.get("kernel_shape", weight.shape[2:]))
-    if weight.ndim != nspatial + 2 or list(weight.shape[2:]) != kernel:
-        raise fail(node, graph, f"weight shape {list(weight.shape)} does not match kernel {kernel}")
-    cout, cin_g = weight.shape[0], weight.shape[1]
-    if shape[1] is not None and cin_g * group != shape[1] or cout % group:
-        raise fail(node, graph, f"weight {list(weight.shape)} with group {group} does not fit "
-                                f"{shape[1]} input channels")
-    geo = window_attrs(graph, node, nspatial, kernel)
+def window_params(cout: int, weight: np.ndarray, bias, group: int, kernel: list, geo: dict, nspatial: int) -> dict:
+    """The params Convolution and Deconvolution (and their depthwise forms) share: outputs, weight
+    size, bias term, group, and kernel/stride/dilation as (w, h)."""
     params = {0: cout, 6: int(weight.size)}
     if bias is not None:
         params[5] = 1
@@ -153,6 +140,33 @@ def conv(graph: Graph, node: Node) -> list[Node]:
         params[7] = group
     k2, s2, d2 = (as_2d(nspatial, v, 1) for v in (kernel, geo["strides"], geo["dilations"]))
     params.update({1: k2[1], 11: k2[0], 3: s2[1], 13: s2[0], 2: d2[1], 12: d2[0]})
+    return params
+
+
+def conv_weights(graph: Graph, node: Node, nspatial: int) -> tuple[np.ndarray, np.ndarray | None, int, list]:
+    """Conv/ConvTranspose's constant weight (float32) and bias, group, and kernel (checked against
+    the weight's spatial extents)."""
+    weight = constant(graph, node, 1, "the weight (input 1)").astype(np.float32)
+    bias = optional_constant(graph, node, 2, "the bias (input 2)")
+    group = int(node.attrs.get("group", 1))
+    kernel = list(node.attrs.get("kernel_shape", weight.shape[2:]))
+    if weight.ndim != nspatial + 2 or list(weight.shape[2:]) != kernel:
+        raise fail(node, graph, f"weight shape {list(weight.shape)} does not match kernel {kernel}")
+    return weight, bias, group, kernel
+
+
+@lowers("Conv")
+def conv(graph: Graph, node: Node) -> list[Node]:
+    shape, nspatial = spatial_input(graph, node)
+    if len(node.inputs) > 3:
+        raise fail(node, graph, f"Conv takes at most 3 inputs, got {len(node.inputs)}")
+    weight, bias, group, kernel = conv_weights(graph, node, nspatial)
+    cout, cin_g = weight.shape[0], weight.shape[1]
+    if shape[1] is not None and cin_g * group != shape[1] or cout % group:
+        raise fail(node, graph, f"weight {list(weight.shape)} with group {group} does not fit "
+                                f"{shape[1]} input channels")
+    geo = window_attrs(graph, node, nspatial, kernel)
+    params = window_params(cout, weight, bias, group, kernel, geo, nspatial)
     params.update(_conv_pads(graph, node, shape[2:], kernel, geo, nspatial))
     if bias is not None and np.size(bias) not in (1, cout):
         raise fail(node, graph, f"bias of {np.size(bias)} values for {cout} output channels")

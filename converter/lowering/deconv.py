@@ -13,35 +13,24 @@ import numpy as np
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import as_2d, conv_like_layer, spatial_input
-from .common import constant, fail, optional_constant
+from .cnn import as_2d, conv_like_layer, conv_weights, spatial_input, window_params
+from .common import fail
 
 
 @lowers("ConvTranspose")
 def conv_transpose(graph: Graph, node: Node) -> list[Node]:
     shape, nspatial = spatial_input(graph, node)
-    weight = constant(graph, node, 1, "the weight (input 1)").astype(np.float32)
-    bias = optional_constant(graph, node, 2, "the bias (input 2)")
-    group = int(node.attrs.get("group", 1))
-    kernel = list(node.attrs.get("kernel_shape", weight.shape[2:]))
-    if weight.ndim != nspatial + 2 or list(weight.shape[2:]) != kernel:
-        raise fail(node, graph, f"weight shape {list(weight.shape)} does not match kernel {kernel}")
+    weight, bias, group, kernel = conv_weights(graph, node, nspatial)
     cin, cout_g = weight.shape[0], weight.shape[1]
     if group < 1 or cin % group or shape[1] is not None and shape[1] != cin:
         raise fail(node, graph, f"weight {list(weight.shape)} with group {group} does not fit "
                                 f"{shape[1]} input channels")
     cout = cout_g * group
     begin, end, geo = _geometry(graph, node, shape[2:], kernel, nspatial)
-    params = {0: cout, 6: int(weight.size)}
-    if bias is not None:
-        params[5] = 1
-    if group > 1:
-        params[7] = group
-    k2, s2, d2 = (as_2d(nspatial, v, 1) for v in (kernel, geo["strides"], geo["dilations"]))
+    params = window_params(cout, weight, bias, group, kernel, geo, nspatial)
     (top, left), (bottom, right) = as_2d(nspatial, begin, 0), as_2d(nspatial, end, 0)
     out_pad = as_2d(nspatial, geo["output_padding"], 0)
-    params.update({1: k2[1], 11: k2[0], 3: s2[1], 13: s2[0], 2: d2[1], 12: d2[0],
-                   4: left, 15: right, 14: top, 16: bottom, 18: out_pad[1], 19: out_pad[0]})
+    params.update({4: left, 15: right, 14: top, 16: bottom, 18: out_pad[1], 19: out_pad[0]})
     # ONNX (group, C_in/g, C_out/g, k...) -> ncnn (group, C_out/g, C_in/g, k...)
     ncnn_weight = weight.reshape(group, cin // group, cout_g, -1).transpose(0, 2, 1, 3)
     weights = [ncnn_weight] + ([np.broadcast_to(np.asarray(bias, np.float32).ravel(), (cout,))]
