@@ -15,22 +15,11 @@ import numpy as np
 import onnx
 
 from ..ir import Graph, Node
-from ..ncnn_layers import UNARY_OPS
 from . import lowers
-from .common import fail, layer, new_tensor
+from .common import fail, layer, unary_chain
 
 # float types whose values float32 holds exactly (narrower ones round)
 EXACT_FLOATS = {np.dtype(np.float32), np.dtype(np.float64)}
-
-
-def _unary(node: Node, graph: Graph, x: str, out: str, *ops: str) -> list[Node]:
-    layers, current = [], x
-    for k, op in enumerate(ops):
-        target = out if k == len(ops) - 1 else new_tensor(graph, f"{out}_{op}", graph.tensors[x].shape,
-                                                          graph.tensors[x].batch_axis)
-        layers.append(layer(node, graph, "UnaryOp", [current], [target], {0: UNARY_OPS[op]}, suffix=f"_{op}"))
-        current = target
-    return layers
 
 
 @lowers("Cast")
@@ -47,11 +36,11 @@ def cast(graph: Graph, node: Node) -> list[Node]:
     if to.kind == "b":
         if source.kind == "b":
             return [layer(node, graph, "Noop", [x], [out])]
-        return _unary(node, graph, x, out, "abs", "sign")         # x != 0 as 0/1
+        return unary_chain(node, graph, x, out, ["abs", "sign"])         # x != 0 as 0/1
     if to.kind == "f" or source.kind in "iub":
         if to.kind in "iu" and source.kind in "iu" and to.itemsize < min(source.itemsize, 4):
             raise fail(node, graph, f"Cast from {source} to {to} wraps around out-of-range values; ncnn "
                                     "holds integers as float numbers")
         return [layer(node, graph, "Noop", [x], [out])]
     # float -> integer: ONNX truncates toward zero
-    return _unary(node, graph, x, out, "trunc")
+    return unary_chain(node, graph, x, out, ["trunc"])

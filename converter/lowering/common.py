@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 
 from ..ir import ConversionError, Graph, Node, Shape, Tensor
+from ..ncnn_layers import UNARY_OPS
 
 
 def fail(node: Node, graph: Graph, why: str) -> ConversionError:
@@ -103,3 +104,15 @@ def require_ncnn_rank(graph: Graph, node: Node, name: str, ranks: Sequence[int],
                                 f"(ONNX shape without the batch axis), got {list(t.shape)} "
                                 f"with batch axis {t.batch_axis}")
     return rank
+
+
+def unary_chain(src: Node, graph: Graph, x: str, out: str, ops: Sequence[str]) -> list[Node]:
+    """UnaryOps applied in order to x, the last writing `out`; the steps between get x's shape."""
+    t = graph.tensors[x]
+    layers, current = [], x
+    for k, op in enumerate(ops):
+        target = out if k == len(ops) - 1 else new_tensor(graph, f"{out}_{op}", t.shape, t.batch_axis)
+        suffix = f"_{op}" if list(ops).count(op) == 1 else f"_{op}{k}"     # the nodes join the graph later
+        layers.append(layer(src, graph, "UnaryOp", [current], [target], {0: UNARY_OPS[op]}, suffix=suffix))
+        current = target
+    return layers

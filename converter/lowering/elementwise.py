@@ -13,7 +13,7 @@ from ..ir import Graph, Node, Tensor
 from ..shapes import broadcast_shapes
 from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
 from . import lowers
-from .common import fail, layer, new_tensor
+from .common import fail, layer, new_tensor, unary_chain
 
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
           "Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}
@@ -79,15 +79,7 @@ def _pow_by_constant(graph: Graph, node: Node) -> list[Node] | None:
         return [layer(node, graph, "UnaryOp", [x], [squared], {0: UNARY_OPS["square"]}, suffix="_sq"),
                 layer(node, graph, "BinaryOp", [squared, x], [out], {0: BINARY_OPS["mul"]})]
     steps = POW_AS_UNARY.get(exponent)
-    if steps is None:
-        return None
-    layers, acc = [], x
-    for k, name in enumerate(steps):
-        step_out = out if k == len(steps) - 1 else new_tensor(graph, f"{out}_{name}", graph.tensors[x].shape,
-                                                             graph.tensors[x].batch_axis)
-        layers.append(layer(node, graph, "UnaryOp", [acc], [step_out], {0: UNARY_OPS[name]}, suffix=f"_{k}"))
-        acc = step_out
-    return layers
+    return None if steps is None else unary_chain(node, graph, x, out, steps)
 
 
 @lowers(*BINARY)
