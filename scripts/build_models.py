@@ -22,6 +22,7 @@ OPSET = 17
 
 class Graph:
     """Tiny builder: collects nodes/initializers and invents unique tensor names."""
+    PRODUCER = "build_models.py"
 
     def __init__(self, name, seed):
         self.name = name
@@ -78,12 +79,17 @@ class Graph:
                        self.const(self.randn(c, scale=0.1)), axis=-1, epsilon=1e-5)
 
     def build(self, inputs, outputs, doc):
-        """inputs/outputs: {name: shape}; returns a checked, shape-inferred ModelProto."""
-        vi = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+        """inputs/outputs: {name: shape}, all float; returns a checked, shape-inferred ModelProto."""
+        float_typed = lambda entries: {n: (s, TensorProto.FLOAT) for n, s in entries.items()}  # noqa: E731
+        return self.build_typed(float_typed(inputs), float_typed(outputs), doc)
+
+    def build_typed(self, inputs, outputs, doc):
+        """inputs/outputs: {name: (shape, TensorProto type)}."""
+        vi = lambda n, s: helper.make_tensor_value_info(n, s[1], list(s[0]))  # noqa: E731
         graph = helper.make_graph(self.nodes, self.name, [vi(n, s) for n, s in inputs.items()],
                                   [vi(n, s) for n, s in outputs.items()], self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  ir_version=IR_VERSION, producer_name="build_models.py", doc_string=doc)
+                                  ir_version=IR_VERSION, producer_name=self.PRODUCER, doc_string=doc)
         onnx.checker.check_model(model, full_check=True)
         return model
 

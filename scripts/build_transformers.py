@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from scripts.build_models import IR_VERSION, MODELS_DIR, OPSET, Graph  # noqa: E402
+from scripts.build_models import MODELS_DIR, Graph  # noqa: E402
 
 HIDDEN, HEADS, FFN, LAYERS = 32, 2, 64, 2
 HEAD_DIM = HIDDEN // HEADS
@@ -25,6 +25,7 @@ FLOAT_MIN = float(np.finfo(np.float32).min)
 
 class Exported(Graph):
     """The builder with torch.onnx's idioms."""
+    PRODUCER = "build_transformers.py"
 
     def i64(self, *values):
         return self.const(np.array(values, np.int64), dtype=np.int64)
@@ -62,15 +63,6 @@ class Exported(Graph):
     def mlp(self, x):
         return self.linear(self.gelu(self.linear(x, HIDDEN, FFN)), FFN, HIDDEN)
 
-    def build_typed(self, inputs, outputs, doc):
-        """inputs/outputs: {name: (shape, TensorProto type)}."""
-        vi = lambda n, s: helper.make_tensor_value_info(n, s[1], list(s[0]))  # noqa: E731
-        graph = helper.make_graph(self.nodes, self.name, [vi(n, s) for n, s in inputs.items()],
-                                  [vi(n, s) for n, s in outputs.items()], self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  ir_version=IR_VERSION, producer_name="build_transformers.py", doc_string=doc)
-        onnx.checker.check_model(model, full_check=True)
-        return model
 
 
 def bert_tiny() -> onnx.ModelProto:
