@@ -41,14 +41,17 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=13) -> onnx.ModelP
     return model
 
 
+def fed_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs a caller feeds (old exporters also list initializers as inputs)."""
+    init = {t.name for t in model.graph.initializer}
+    return [vi for vi in model.graph.input if vi.name not in init]
+
+
 def random_inputs(model: onnx.ModelProto, seed: int = 0, low: float = -2.0, high: float = 2.0,
                   dims: dict | None = None) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    init = {t.name for t in model.graph.initializer}
     feeds = {}
-    for vi in model.graph.input:
-        if vi.name in init:
-            continue
+    for vi in fed_inputs(model):
         shape = [d.dim_value if d.HasField("dim_value") else (dims or {}).get(d.dim_param, 1)
                  for d in vi.type.tensor_type.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)

@@ -9,7 +9,7 @@ import onnx
 
 from converter import convert
 from converter.ncnn_runtime import run_ncnn
-from onnx_cases import onnxruntime_outputs, to_ncnn
+from onnx_cases import fed_inputs, onnxruntime_outputs, to_ncnn
 from scripts.fetch_models import fetch
 
 
@@ -40,11 +40,8 @@ def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int,
     """Image-like inputs in [0, 1) (what preprocessed photos look like), other floats in [-1, 1);
     inputs not in `shapes` take their declared (static) shape."""
     rng = np.random.default_rng(seed)
-    init = {t.name for t in model.graph.initializer}
     feeds = {}
-    for vi in model.graph.input:
-        if vi.name in init:
-            continue
+    for vi in fed_inputs(model):
         declared = [d.dim_value for d in vi.type.tensor_type.shape.dim]
         shape = shapes.get(vi.name, declared)
         low, high = value_range or ((0.0, 1.0) if len(shape) == 4 else (-1.0, 1.0))
