@@ -154,10 +154,11 @@ def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
             or not any(b in math.terms for b in bounds):
         return False
     starts, ends = math.of(bounds[0]), math.of(bounds[1])
-    axes = graph.value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else np.arange(len(starts or []))
-    steps = graph.value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else None
+    axes_name, steps_name = (list(node.inputs[3:5]) + ["", ""])[:2]
+    axes = graph.value(axes_name) if axes_name else np.arange(len(starts or []))
+    steps_are_one = not steps_name or (graph.value(steps_name) is not None and np.all(graph.value(steps_name) == 1))
     if starts is None or ends is None or axes is None or not len(starts) == len(ends) == axes.size \
-            or (steps is not None and np.any(steps != 1)) or (len(node.inputs) > 4 and node.inputs[4] and steps is None):
+            or not steps_are_one:
         return False
     axes = [int(a) % x.rank if -x.rank <= int(a) < x.rank else int(a) for a in axes.reshape(-1)]
     node.attrs[SLICE_TERMS] = {"starts": starts, "ends": ends, "axes": axes}
