@@ -222,20 +222,6 @@ layer("RNN", (0, "num_output", INT, 0), (1, "weight_data_size", INT, 0), (2, "di
                WeightSpec("bias_c", lambda p: p.num_output * _directions(p), flagged=True),
                WeightSpec("weight_hc", lambda p: p.num_output ** 2 * _directions(p), flagged=True)))
 
-# ncnn Mat layout: at most 4 axes, named innermost first per rank; the param ids
-# Reshape and MemoryData use for each name
-MAX_NCNN_RANK = 4
-AXIS_NAMES = {1: "w", 2: "wh", 3: "whc", 4: "whdc"}
-SHAPE_PARAM_ID = {"w": 0, "h": 1, "d": 11, "c": 2}
-
-
-def shape_params(shape: tuple[int, ...]) -> dict[int, int]:
-    """{param id: extent} for a numpy-order shape, as MemoryData/Reshape write it; () is [1]."""
-    shape = tuple(shape) or (1,)
-    names = AXIS_NAMES[len(shape)][::-1]
-    return {SHAPE_PARAM_ID[n]: int(d) for n, d in zip(names, shape)}
-
-
 # BinaryOp op_type codes (ncnn binaryop.h)
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "pow": 6,
               "rsub": 7, "rdiv": 8, "rpow": 9, "atan2": 10, "ratan2": 11, "fmod": 12, "rfmod": 13,

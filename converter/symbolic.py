@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .expression import Expr
 from .ir import Graph, Node, Tensor
-from .ncnn_layers import AXIS_NAMES
+from .ncnn_axes import axis_name
 
 MAX_BLOBS = 10      # an expression names blobs 0..9
 
@@ -117,4 +117,4 @@ class Renderer:
         if axis is None:
             return Expr.const(1)
         rank = len(t.ncnn_shape)
-        return Expr.ref(self.blob(term.tensor), AXIS_NAMES[rank][rank - 1 - axis])
+        return Expr.ref(self.blob(term.tensor), axis_name(rank, axis))

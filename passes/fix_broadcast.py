@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from converter.shapes import broadcast_shapes
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
-from converter.ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
+from converter.ncnn_axes import reshape_params, same_named
 
 
 def numpy_target(operand: Tensor, result: Tensor) -> Shape:
@@ -26,28 +26,13 @@ def same_layout(a: Shape, b: Shape) -> bool:
     return len(a) == len(b) and all((x == 1) == (y == 1) for x, y in zip(a, b))
 
 
-def reshape_params(source: Shape, target: Shape) -> dict[int, int]:
+def insert_ones_params(source: Shape, target: Shape) -> dict[int, int]:
     """ncnn Reshape params turning `source` into `target` (target = source with ones inserted)."""
     src_axes = [i for i, d in enumerate(source) if d != 1]
     dst_axes = [i for i, d in enumerate(target) if d != 1]
     if len(src_axes) != len(dst_axes):
         raise ValueError(f"cannot reshape {source} to {target} by inserting ones")
-    maps_from = dict(zip(dst_axes, src_axes))
-    src_names, dst_names = AXIS_NAMES[len(source)], AXIS_NAMES[len(target)]
-    params, inferred = {}, False
-    for i, extent in enumerate(target):
-        name = dst_names[len(target) - 1 - i]
-        if extent is not None:
-            params[SHAPE_PARAM_ID[name]] = extent
-            continue
-        j = maps_from[i]
-        if src_names[len(source) - 1 - j] == name:
-            params[SHAPE_PARAM_ID[name]] = 0          # copy the same-named extent
-        elif not inferred:
-            params[SHAPE_PARAM_ID[name]], inferred = -1, True
-        else:
-            raise ValueError(f"cannot express reshape {source} -> {target} with unknown extents")
-    return params
+    return reshape_params(target, same_named(len(source), len(target), dict(zip(dst_axes, src_axes))))
 
 
 def fix_broadcast(graph: Graph) -> dict:
@@ -92,7 +77,7 @@ def _reshaped(graph: Graph, node: Node, operand: Tensor, result: Tensor, target:
     if operand.is_constant:
         return graph.add_constant(f"{operand.name}_bcast", operand.value.reshape(target)).name
     try:
-        params = reshape_params(operand.ncnn_shape, target)
+        params = insert_ones_params(operand.ncnn_shape, target)
     except ValueError as exc:
         raise ConversionError(f"{node.describe()}: broadcasting '{operand.name}' {list(operand.shape)} "
                               f"needs a reshape ncnn cannot express: {exc}") from None

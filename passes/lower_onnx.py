@@ -6,7 +6,7 @@ sees the whole list in one run. Graph inputs get Input layers.
 from __future__ import annotations
 
 from converter.ir import ConversionError, Graph, Node
-from converter.ncnn_layers import MAX_NCNN_RANK
+from converter.ncnn_axes import MAX_NCNN_RANK
 from converter.lowering import LOWERINGS, load_all
 from converter.lowering.common import depends_on
 

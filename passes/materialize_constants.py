@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node
-from converter.ncnn_layers import MAX_NCNN_RANK, shape_params
+from converter.ncnn_axes import MAX_NCNN_RANK, reshape_params
 
 
 def materialize_constants(graph: Graph) -> dict:
@@ -23,7 +23,7 @@ def materialize_constants(graph: Graph) -> dict:
             raise ConversionError(f"constant '{name}' of shape {list(t.shape)} used by {users} "
                                   "has more than 4 axes, which ncnn cannot hold")
         graph.add_node(Node(graph.fresh_name(f"{name}_data"), "MemoryData", [], [name],
-                            params=shape_params(shape),
+                            params=reshape_params(shape),
                             weights=[np.asarray(t.value, dtype=np.float32).ravel()],
                             ncnn=True, origin=name))
         added += 1

@@ -12,7 +12,7 @@ region that cannot fit is left alone and lowering reports it.
 from __future__ import annotations
 
 from converter.ir import Graph, Shape, Tensor
-from converter.ncnn_layers import MAX_NCNN_RANK
+from converter.ncnn_axes import MAX_NCNN_RANK
 
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Relu", "Sigmoid", "Tanh",
                "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf",

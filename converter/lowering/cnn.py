@@ -13,13 +13,12 @@ import math
 import numpy as np
 
 from ..ir import Graph, Node, Shape, Tensor
+from ..ncnn_axes import reshape_params
 from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import constant, fail, layer, ncnn_axis, new_tensor, optional_constant
 from .elementwise import binary
 
-# ncnn Reshape param ids of a target shape, numpy order (c, d, h, w)
-RESHAPE_IDS = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}
 # ncnn's pad codes for "compute SAME padding at run time"
 SAME_CODES = {"SAME_UPPER": -233, "SAME_LOWER": -234}
 
@@ -33,24 +32,13 @@ def require_float(graph: Graph, node: Node, names=None) -> None:
                                     "float only")
 
 
-def reshape_params(graph: Graph, node: Node, target: Shape, keep_w: bool = False) -> dict[int, int]:
-    """Reshape params giving ncnn shape `target` (numpy order).
-
-    Unknown extents: the innermost one is copied from the input when `keep_w`
-    (the caller knows it is unchanged); one other may be inferred.
-    """
-    params, inferred = {}, False
-    for i, (pid, extent) in enumerate(zip(RESHAPE_IDS[len(target)], target)):
-        if extent is not None:
-            params[pid] = int(extent)
-        elif keep_w and i == len(target) - 1:
-            params[pid] = 0
-        elif not inferred:
-            params[pid], inferred = -1, True
-        else:
-            raise fail(node, graph, f"reshaping to {list(target)} needs more than one unknown extent; "
-                                    "give the input shape with --input-shape")
-    return params
+def target_params(graph: Graph, node: Node, target: Shape, copied=()) -> dict[int, int]:
+    """Reshape params giving ncnn shape `target` (numpy order); unknown extents at `copied`
+    indexes are copied from the input's same-named axis, one other is inferred."""
+    try:
+        return reshape_params(target, copied)
+    except ValueError as exc:
+        raise fail(node, graph, f"{exc}; give the input shape with --input-shape") from None
 
 
 def reshape(graph: Graph, src: Node, x: str, onnx_shape: Shape, batch_axis: int | None,
@@ -59,7 +47,7 @@ def reshape(graph: Graph, src: Node, x: str, onnx_shape: Shape, batch_axis: int 
     if out is None:
         out = new_tensor(graph, f"{x}{suffix}", onnx_shape, batch_axis)
     target = graph.tensors[out].ncnn_shape
-    return layer(src, graph, "Reshape", [x], [out], reshape_params(graph, src, target, keep_w),
+    return layer(src, graph, "Reshape", [x], [out], target_params(graph, src, target, [len(target) - 1] if keep_w else []),
                  suffix=suffix), out
 
 
@@ -310,7 +298,7 @@ def _transposed(graph: Graph, node: Node, a: Tensor, batch_axis: int | None) -> 
         return t, [layer(node, graph, "Noop", [a.name], [t.name], suffix="_transA")]
     if k == 1 or m == 1:      # the values keep their order: only the shape changes
         return t, [layer(node, graph, "Reshape", [a.name], [t.name],
-                         reshape_params(graph, node, t.ncnn_shape), suffix="_transA")]
+                         target_params(graph, node, t.ncnn_shape), suffix="_transA")]
     if len(a.ncnn_shape) != 2:
         raise fail(node, graph, f"transA=1 on A {list(a.shape)} with batch axis {a.batch_axis}")
     return t, [layer(node, graph, "Permute", [a.name], [t.name], {0: 1}, suffix="_transA")]

@@ -25,7 +25,7 @@ from ..ir import Graph, Node
 from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matrix, nearest_sources as onnx_nearest
 from . import lowers
 from .common import fail, layer, new_tensor
-from .cnn import require_float
+from .cnn import require_float, target_params
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -271,23 +271,5 @@ def _emit(graph: Graph, node: Node, view, params: dict) -> list[Node]:
         to_view = {0: 0, 1: 1} if inner == 1 else {0: 0, 1: 0, 2: 1}
     return [layer(node, graph, "Reshape", [x], [x_view], to_view, suffix="_view"),
             layer(node, graph, "Interp", [x_view], [y_view], params),
-            layer(node, graph, "Reshape", [y_view], [y], _back_params(graph, node, out_shape, inner),
+            layer(node, graph, "Reshape", [y_view], [y], target_params(graph, node, out_shape, range(len(out_shape) - inner, len(out_shape))),
                   suffix="_unview")]
-
-
-def _back_params(graph: Graph, node: Node, shape, inner: int) -> dict[int, int]:
-    """Reshape from the view back to `shape` (numpy order): the resized extents are copied,
-    one unknown outer extent is inferred."""
-    ids = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}[len(shape)]
-    params, inferred = {}, False
-    for i, (pid, extent) in enumerate(zip(ids, shape)):
-        if i >= len(shape) - inner:
-            params[pid] = 0
-        elif extent is not None:
-            params[pid] = int(extent)
-        elif not inferred:
-            params[pid], inferred = -1, True
-        else:
-            raise fail(node, graph, f"the output {list(shape)} has more than one unknown outer extent; "
-                                    "give the input shape with --input-shape")
-    return params

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..ir import Graph, Node
-from ..ncnn_layers import shape_params
+from ..ncnn_axes import reshape_params
 from .common import fail, layer, new_tensor
 
 
@@ -40,7 +40,7 @@ class Steps:
                          inputs=[source or self.current], suffix="_crop")
 
     def reshape(self, source: str, shape: tuple[int, ...]) -> str:
-        return self.emit("Reshape", shape_params(shape), shape, inputs=[source], suffix="_view")
+        return self.emit("Reshape", reshape_params(shape), shape, inputs=[source], suffix="_view")
 
     def pick(self, axis: int, first: int, count: int, step: int) -> None:
         """Elements first, first + step, ... (count of them) along `axis`."""

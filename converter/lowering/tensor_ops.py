@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# ncnn's axis names per Mat rank (innermost first) and Reshape's param ids, shared with the broadcast pass
-from ..ncnn_layers import AXIS_NAMES, SHAPE_PARAM_ID
+from ..ncnn_axes import AXIS_NAMES, reshape_params, same_named
 
 from ..expression import Expr, expression_list
 from ..ir import Graph, Node, Shape, Tensor
@@ -23,36 +22,10 @@ from .slice_step import strided_slice
 INT32_MAX = 2**31 - 1
 
 
-def axis_name(rank: int, axis: int) -> str:
-    """ncnn's name (w/h/d/c) of numpy-order axis `axis` of a rank-`rank` Mat."""
-    return AXIS_NAMES[rank][rank - 1 - axis]
-
-
-# ---- Reshape -------------------------------------------------------------
-def ncnn_reshape_params(source: Shape, target: Shape, pairs: dict[int, int]) -> dict[int, int] | None:
-    """ncnn Reshape params turning ncnn shape `source` into `target`; None when nothing changes.
-
-    `pairs` maps a target axis to the source axis known to have the same
-    extent; an unknown target extent is copied (0) from a same-named paired
-    source axis, else inferred (-1, at most once). ValueError if neither works.
-    """
-    if len(source) == len(target) and all(
-            (t is not None and t == s) or pairs.get(i) == i for i, (s, t) in enumerate(zip(source, target))):
-        return None
-    params, inferred = {}, False
-    for i, extent in enumerate(target):
-        pid = SHAPE_PARAM_ID[axis_name(len(target), i)]
-        j = pairs.get(i)
-        if extent is not None:
-            params[pid] = int(extent)
-        elif j is not None and axis_name(len(source), j) == axis_name(len(target), i):
-            params[pid] = 0
-        elif not inferred:
-            params[pid], inferred = -1, True
-        else:
-            raise ValueError(f"ncnn Reshape cannot express {list(source)} -> {list(target)} "
-                             "with more than one unknown extent that is not copied in place")
-    return params
+def unchanged(source: Shape, target: Shape, pairs: dict[int, int]) -> bool:
+    """True when a Reshape from ncnn shape `source` to `target` would change nothing."""
+    return len(source) == len(target) and all(
+        (t is not None and t == s) or pairs.get(i) == i for i, (s, t) in enumerate(zip(source, target)))
 
 
 def ncnn_pairs(x: Tensor, out: Tensor, onnx_pairs: dict[int, int]) -> dict[int, int]:
@@ -76,7 +49,8 @@ def reshape_layer(graph: Graph, src: Node, x: str, out: str, pairs: dict[int, in
         if len(shape) > 4:
             raise fail(src, graph, f"'{name}' would need {len(shape)} ncnn axes; ncnn holds at most 4")
     try:
-        params = ncnn_reshape_params(source, target, pairs)
+        params = None if unchanged(source, target, pairs) else reshape_params(
+            target, same_named(len(source), len(target), pairs))
     except ValueError as exc:
         params = _self_referencing_shape(source, target, pairs)
         if params is None:

@@ -8,7 +8,8 @@ import numpy as np
 
 from converter.interpreter import run
 from converter.ir import Graph, Node
-from converter.ncnn_layers import SPECS, shape_params
+from converter.ncnn_axes import reshape_params
+from converter.ncnn_layers import SPECS
 from converter.ncnn_runtime import run_ncnn
 from converter.writer import save
 
@@ -33,7 +34,7 @@ def one_layer_graph(op: str, params: dict, inputs: list, weights=(), n_outputs: 
         blobs.append(blob)
         if isinstance(item, Const):
             value = np.asarray(item.value, dtype=np.float32)
-            graph.add_node(Node(f"const{i}", "MemoryData", [], [blob], params=shape_params(value.shape),
+            graph.add_node(Node(f"const{i}", "MemoryData", [], [blob], params=reshape_params(value.shape),
                                 weights=[value.ravel()], ncnn=True))
         else:
             graph.add_node(Node(f"input{i}", "Input", [], [blob], ncnn=True))

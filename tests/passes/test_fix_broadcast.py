@@ -7,7 +7,7 @@ from converter import convert
 from converter.ir import Tensor
 from onnx_cases import MODELS, assert_matches_reference, make_model, onnxruntime_outputs, \
     random_inputs, run_converted_in_ncnn
-from passes.fix_broadcast import numpy_target, reshape_params
+from passes.fix_broadcast import insert_ones_params, numpy_target
 from scripts.broadcast_chain import broadcast_chain
 
 
@@ -57,13 +57,13 @@ def test_numpy_target_drops_the_result_batch_axis():
 
 
 def test_reshape_params_use_copy_and_infer_codes_for_unknown_extents():
-    assert reshape_params((None,), (1, 1, None)) == {0: 0, 1: 1, 2: 1}
-    assert reshape_params((None, None), (1, None, None)) == {0: 0, 1: 0, 2: 1}
-    assert reshape_params((3, None), (3, 1, None)) == {0: 0, 1: 1, 2: 3}
-    assert reshape_params((None, 5), (None, 1, 5)) == {0: 5, 1: 1, 2: -1}
-    assert reshape_params((None, None), (None, 1, None)) == {0: 0, 1: 1, 2: -1}
+    assert insert_ones_params((None,), (1, 1, None)) == {0: 0, 1: 1, 2: 1}
+    assert insert_ones_params((None, None), (1, None, None)) == {0: 0, 1: 0, 2: 1}
+    assert insert_ones_params((3, None), (3, 1, None)) == {0: 0, 1: 1, 2: 3}
+    assert insert_ones_params((None, 5), (None, 1, 5)) == {0: 5, 1: 1, 2: -1}
+    assert insert_ones_params((None, None), (None, 1, None)) == {0: 0, 1: 1, 2: -1}
     with pytest.raises(ValueError):      # two unknowns move to differently named axes
-        reshape_params((None, None, None), (None, None, None, 1))
+        insert_ones_params((None, None, None), (None, None, None, 1))
 
 
 def dynamic_model():
