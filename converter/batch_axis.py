@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .einsum_equation import parse_equation
 from .ir import Graph, Node, Tensor
 
 Rule = Callable[[Graph, Node, Tensor], "int | None"]
@@ -199,7 +200,6 @@ def gather(graph: Graph, node: Node, out: Tensor) -> int | None:
 @rule("Einsum")
 def einsum(graph: Graph, node: Node, out: Tensor) -> int | None:
     """The output axis of an operand's batch-axis letter, if that letter is kept with extent 1."""
-    from .lowering.einsum import parse_equation
     operands = [graph.tensors.get(i) for i in node.inputs]
     if any(t is None or t.rank is None for t in operands) or out.rank is None:
         return None

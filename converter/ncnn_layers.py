@@ -229,6 +229,9 @@ BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5, "pow":
 # The op whose result equals op(b, a), for swapping operands.
 BINARY_REVERSED = {0: 0, 1: 7, 2: 2, 3: 8, 4: 4, 5: 5, 6: 9, 7: 1, 8: 3, 9: 6, 10: 11, 11: 10,
                    12: 13, 13: 12, 14: 14, 15: 16, 16: 15, 17: 18, 18: 17}
+# Reduction operation codes (ncnn reduction.h); asum and l1 both sum |x|
+REDUCTION_OPS = {"sum": 0, "asum": 1, "sumsq": 2, "mean": 3, "max": 4, "min": 5, "prod": 6, "l1": 7,
+                 "l2": 8, "logsum": 9, "logsumexp": 10}
 # UnaryOp op_type codes (ncnn unaryop.h)
 UNARY_OPS = {"abs": 0, "neg": 1, "floor": 2, "ceil": 3, "square": 4, "sqrt": 5, "rsqrt": 6,
              "exp": 7, "log": 8, "sin": 9, "cos": 10, "tan": 11, "asin": 12, "acos": 13,

@@ -1,9 +1,15 @@
-"""Elementwise activations and unary math -> ncnn activation layers and UnaryOp.
+"""Elementwise activations and unary math -> ncnn activation layers, UnaryOp and short chains.
 
 Each op maps to one ncnn layer with the same formula (checked against the
 layers' reference sources): ncnn's HardSigmoid/HardSwish take ONNX's alpha
 and beta directly, ReLU's slope is LeakyRelu's alpha, UnaryOp round is
 round-half-to-even like ONNX Round.
+
+Softplus is BinaryOp logaddexp(x, 0), not ncnn's Softplus layer: the layer
+computes log(exp(x) + 1) directly and returns inf above x = 88 (measured),
+where logaddexp takes max + log1p(exp(min - max)) and stays finite.
+PRelu becomes ncnn PReLU when the slope is one value or varies only along
+ncnn's outermost axis; otherwise the exact form max(x, 0) + slope * min(x, 0).
 """
 from __future__ import annotations
 
@@ -12,8 +18,8 @@ import numpy as np
 from ..ir import Graph, Node
 from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from . import lowers
-from .cnn import require_float
-from .common import fail, layer, new_tensor, optional_constant
+from .common import fail, layer, new_tensor, optional_constant, require_float
+from .elementwise import binary
 
 UNARY = {"Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Sqrt": "sqrt", "Exp": "exp",
          "Log": "log", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
@@ -68,7 +74,6 @@ def clip(graph: Graph, node: Node) -> list[Node]:
 def _clip_by_tensors(graph: Graph, node: Node) -> list[Node]:
     """Bounds computed at run time (a spectrogram's floor at its max - 80 dB): min(max(x, lo), hi)
     as BinaryOps, ONNX's order, so a lo above hi gives hi as onnxruntime does."""
-    from .elementwise import binary
     require_float(graph, node)
     x, out = graph.tensors[node.inputs[0]], node.outputs[0]
     bounds = [(i, op) for i, op in zip(node.inputs[1:3], ("max", "min")) if i]
@@ -113,4 +118,94 @@ def elu(graph: Graph, node: Node) -> list[Node]:
 def selu(graph: Graph, node: Node) -> list[Node]:
     return _one(graph, node, "SELU", {0: float(node.attrs.get("alpha", 1.67326319217681884765625)),
                                       1: float(node.attrs.get("gamma", 1.05070102214813232421875))})
+
+
+@lowers("Erf")
+def erf(graph: Graph, node: Node) -> list[Node]:
+    return [layer(node, graph, "Erf", node.inputs[:1], node.outputs[:1])]
+
+
+GELU_APPROXIMATIONS = {"none": 0, "tanh": 1}
+
+
+@lowers("Gelu")
+def gelu(graph: Graph, node: Node) -> list[Node]:
+    approximate = node.attrs.get("approximate", "none")
+    if approximate not in GELU_APPROXIMATIONS:
+        raise fail(node, graph, f"approximate={approximate!r} is not one of {sorted(GELU_APPROXIMATIONS)}")
+    return [layer(node, graph, "GELU", node.inputs[:1], node.outputs[:1],
+                  {0: GELU_APPROXIMATIONS[approximate]})]
+
+
+@lowers("Softplus")
+def softplus(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "BinaryOp", {0: BINARY_OPS["logaddexp"], 1: 1, 2: 0.0})
+
+
+@lowers("Softsign")
+def softsign(graph: Graph, node: Node) -> list[Node]:
+    """x / (1 + |x|)."""
+    require_float(graph, node)
+    x, out = node.inputs[0], node.outputs[0]
+    t = graph.tensors[out]
+    magnitude = new_tensor(graph, f"{out}_abs", t.shape, t.batch_axis)
+    denominator = new_tensor(graph, f"{out}_den", t.shape, t.batch_axis)
+    return [layer(node, graph, "UnaryOp", [x], [magnitude], {0: UNARY_OPS["abs"]}, suffix="_abs"),
+            layer(node, graph, "BinaryOp", [magnitude], [denominator],
+                  {0: BINARY_OPS["add"], 1: 1, 2: 1.0}, suffix="_den"),
+            layer(node, graph, "BinaryOp", [x, denominator], [out], {0: BINARY_OPS["div"]})]
+
+
+@lowers("Mish")
+def mish(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "Mish")
+
+
+@lowers("Celu")
+def celu(graph: Graph, node: Node) -> list[Node]:
+    return _one(graph, node, "CELU", {0: float(node.attrs.get("alpha", 1.0))})
+
+
+@lowers("Shrink")
+def shrink(graph: Graph, node: Node) -> list[Node]:
+    # same formula as ONNX: x + bias below -lambd, x - bias above lambd, else 0
+    return _one(graph, node, "Shrink", {0: float(node.attrs.get("bias", 0.0)),
+                                        1: float(node.attrs.get("lambd", 0.5))})
+
+
+@lowers("PRelu")
+def prelu(graph: Graph, node: Node) -> list[Node]:
+    require_float(graph, node, node.inputs[:2])
+    x, out = graph.tensors[node.inputs[0]], node.outputs[0]
+    if x.rank is None:
+        raise fail(node, graph, f"the rank of '{x.name}' is unknown")
+    slopes = _prelu_slopes(graph, node)
+    if slopes is not None:
+        return [layer(node, graph, "PReLU", [x.name], [out], {0: slopes.size}, [slopes])]
+    return _binary_form(graph, node)
+
+
+def _prelu_slopes(graph: Graph, node: Node) -> np.ndarray | None:
+    """The slopes ncnn PReLU applies (one, or one per outermost ncnn index), or None."""
+    x, value = graph.tensors[node.inputs[0]], graph.value(node.inputs[1])
+    if value is None or value.ndim > x.rank:
+        return None
+    if value.size == 1:
+        return value.astype(np.float32).reshape(1)
+    aligned = value.reshape((1,) * (x.rank - value.ndim) + value.shape)
+    outer = next((i for i in range(x.rank) if i != x.batch_axis), None)
+    varying = [i for i, n in enumerate(aligned.shape) if n != 1]
+    if varying != [outer]:
+        return None
+    return aligned.astype(np.float32).reshape(-1)
+
+
+def _binary_form(graph: Graph, node: Node) -> list[Node]:
+    x, slope, out = graph.tensors[node.inputs[0]], node.inputs[1], node.outputs[0]
+    pos, neg, scaled = (new_tensor(graph, f"{out}_{s}", x.shape, x.batch_axis) for s in ("pos", "neg", "scaled"))
+    return [layer(node, graph, "BinaryOp", [x.name], [pos], {0: BINARY_OPS["max"], 1: 1, 2: 0.0}, suffix="_pos"),
+            layer(node, graph, "BinaryOp", [x.name], [neg], {0: BINARY_OPS["min"], 1: 1, 2: 0.0}, suffix="_neg"),
+            binary(graph, node, neg, slope, BINARY_OPS["mul"], scaled, suffix="_scale"),
+            binary(graph, node, pos, scaled, BINARY_OPS["add"], out, suffix="_sum")]
+
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import require_float
-from .common import constant, fail, layer, new_tensor
+from .common import constant, fail, layer, new_tensor, require_float
 
 
 @lowers("CumSum")

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import spatial_input
-from .common import fail, layer
+from .common import fail, layer, spatial_input
 
 PIXELSHUFFLE_MODES = {"CRD": 0, "DCR": 1}
 REORG_BLOCK_OUTER = 1

@@ -15,41 +15,13 @@ than two operands are refused.
 """
 from __future__ import annotations
 
-import string
-
 import numpy as np
 
+from ..batch_axis import RULES, same_axis
+from ..einsum_equation import parse_equation
 from ..ir import Graph, Node, Tensor
 from . import LOWERINGS, lowers
 from .common import fail, layer
-
-ELLIPSIS_LETTERS = string.ascii_uppercase
-
-
-def parse_equation(equation: str, ranks: list[int]) -> tuple[list[str], str]:
-    """Operand and output letter strings, with '...' replaced by upper-case letters (right-aligned)."""
-    eq = equation.replace(" ", "")
-    lhs, arrow, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(ranks):
-        raise ValueError(f"{len(terms)} operand terms for {len(ranks)} inputs")
-    widest = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
-    filler = ELLIPSIS_LETTERS[:widest]
-    expanded = []
-    for term, rank in zip(terms, ranks):
-        if "..." in term:
-            n = rank - len(term.replace("...", ""))
-            term = term.replace("...", filler[widest - n:] if n else "")
-        if len(term) != rank:
-            raise ValueError(f"term '{term}' does not match an operand of rank {rank}")
-        expanded.append(term)
-    if arrow:
-        out = rhs.replace("...", filler)
-    else:
-        once = sorted(c for c in set("".join(expanded)) if "".join(expanded).count(c) == 1 and c.islower())
-        out = filler + "".join(once)
-    return expanded, out
-
 
 class _Chain:
     """Synthetic ONNX nodes lowered one by one; the last writes the Einsum's output."""
@@ -65,7 +37,6 @@ class _Chain:
         return name
 
     def lower(self) -> list[Node]:
-        from ..batch_axis import RULES, same_axis
         final = self.node.outputs[0]
         layers = []
         for k, (op, inputs, name, shape, attrs, const) in enumerate(self.steps):

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..batch_axis import broadcast as broadcast_batch_axis
 from ..ir import Graph, Node, Tensor
-from ..shapes import broadcast_shapes
 from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
+from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor, unary_chain
 

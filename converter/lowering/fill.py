@@ -15,8 +15,7 @@ from ..ir import Graph, Node
 from ..runtime_fill import FILL_VALUE, SHAPE_TERMS
 from ..symbolic import Renderer, known_value
 from . import lowers
-from .common import depends_on, fail, layer, new_tensor
-from .tensor_ops import reshape_layer
+from .common import depends_on, fail, layer, new_tensor, reshape_layer
 
 NEAREST = 1
 

@@ -15,8 +15,15 @@ import numpy as np
 from ..int_inputs import readers
 from ..ir import Graph, Node, Tensor
 from . import lowers
-from .common import constant, fail, layer, ncnn_axis, new_tensor
-from .tensor_ops import ncnn_pairs, reshape_layer
+from .common import (
+    constant,
+    fail,
+    layer,
+    ncnn_axis,
+    ncnn_pairs,
+    new_tensor,
+    reshape_layer,
+)
 
 MAX_GATHER_PIECES = 16
 

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..ncnn_layers import BINARY_OPS, UNARY_OPS
+from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor
-from ..shapes import broadcast_shapes
 from .elementwise import _partial_result, binary
 
 

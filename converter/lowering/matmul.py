@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node, Shape, Tensor
 from . import lowers
-from .common import fail, layer
-from .tensor_ops import ncnn_pairs, reshape_layer
+from .common import fail, layer, ncnn_pairs, reshape_layer
 
 
 def _fits(actual: Shape, target: Shape) -> bool:

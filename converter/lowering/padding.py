@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import require_float
-from .common import fail, layer, new_tensor, optional_constant
+from .common import fail, layer, new_tensor, optional_constant, require_float
 
 PAD_TYPES = {"constant": 0, "edge": 1, "reflect": 2}
 # Padding's (begin, end) param ids per ncnn axis, innermost first

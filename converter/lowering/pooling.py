@@ -15,8 +15,17 @@ import math
 
 from ..ir import Graph, Node
 from . import lowers
-from .cnn import as_2d, reshape, same_pads, spatial_input, window_attrs, wrap_1d
-from .common import fail, layer, new_tensor
+from .common import (
+    as_2d,
+    fail,
+    layer,
+    new_tensor,
+    reshape_to,
+    same_pads,
+    spatial_input,
+    window_attrs,
+    wrap_1d,
+)
 
 MAX, AVG = 0, 1
 
@@ -124,11 +133,11 @@ def global_pool(graph: Graph, node: Node) -> list[Node]:
     x, out = node.inputs[0], node.outputs[0]
     nodes = []
     if nspatial == 1:       # ncnn pools channels of a 3-D blob: (C, L) -> (C, 1, L)
-        pre, x = reshape(graph, node, x, (1, shape[1], 1, shape[2]), 0, keep_w=True, suffix="_to2d")
+        pre, x = reshape_to(graph, node, x, (1, shape[1], 1, shape[2]), 0, keep_w=True, suffix="_to2d")
         nodes.append(pre)
     # ncnn's global pooling gives a 1-D [C]; the ONNX result keeps its unit spatial axes
     pooled = new_tensor(graph, f"{out}_pooled", (1, shape[1]), 0)
     nodes.append(layer(node, graph, "Pooling", [x], [pooled],
                        {0: AVG if node.op == "GlobalAveragePool" else MAX, 4: 1}))
-    nodes.append(reshape(graph, node, pooled, None, None, out=out)[0])
+    nodes.append(reshape_to(graph, node, pooled, None, None, out=out)[0])
     return nodes

@@ -18,8 +18,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Tensor
 from . import lowers
-from .common import constant, fail, layer, optional_constant
-from .tensor_ops import reshape_layer
+from .common import constant, fail, layer, optional_constant, reshape_layer
 
 DIRECTIONS = {"forward": 0, "reverse": 1, "bidirectional": 2}
 DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}

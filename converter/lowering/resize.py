@@ -20,12 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..interpreter.kernels.resize import axis_matrix as ncnn_matrix, nearest_sources as ncnn_nearest
+from ..interpreter.kernels.resize import axis_matrix as ncnn_matrix
+from ..interpreter.kernels.resize import nearest_sources as ncnn_nearest
 from ..ir import Graph, Node
-from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matrix, nearest_sources as onnx_nearest
+from ..onnx_resize import F32, ResizeMode, Unmodelled
+from ..onnx_resize import axis_matrix as onnx_matrix
+from ..onnx_resize import nearest_sources as onnx_nearest
 from . import lowers
-from .common import fail, layer, new_tensor
-from .cnn import require_float, target_params
+from .common import fail, layer, new_tensor, require_float, target_params
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -271,5 +273,10 @@ def _emit(graph: Graph, node: Node, view, params: dict) -> list[Node]:
         to_view = {0: 0, 1: 1} if inner == 1 else {0: 0, 1: 0, 2: 1}
     return [layer(node, graph, "Reshape", [x], [x_view], to_view, suffix="_view"),
             layer(node, graph, "Interp", [x_view], [y_view], params),
-            layer(node, graph, "Reshape", [y_view], [y], target_params(graph, node, out_shape, range(len(out_shape) - inner, len(out_shape))),
+            layer(node, graph, "Reshape", [y_view], [y], _back_params(graph, node, out_shape, inner),
                   suffix="_unview")]
+
+
+def _back_params(graph: Graph, node: Node, shape, inner: int) -> dict[int, int]:
+    """Reshape from the view back to `shape`: the resized inner extents are copied."""
+    return target_params(graph, node, shape, range(len(shape) - inner, len(shape)))

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from . import lowers
-from .common import constant, fail, layer, new_tensor, optional_constant
-from .tensor_ops import ORDER_TYPE, reshape_layer
+from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer
+from .transpose import ORDER_TYPE
 
 WINDOW_TOLERANCE = 1e-6
 WINDOW_TYPES = {0: "ones", 1: "Hann", 2: "Hamming"}

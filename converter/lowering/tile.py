@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node, Tensor
 from . import lowers
-from .cnn import require_float
-from .common import constant, fail, layer, new_tensor
-from .tensor_ops import reshape_layer
+from .common import constant, fail, layer, new_tensor, require_float, reshape_layer
 
 
 @lowers("Tile")

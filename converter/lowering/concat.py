@@ -1,0 +1,35 @@
+"""Concat -> ncnn Concat over the matching ncnn axis."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from . import lowers
+from .common import fail, layer, ncnn_axis, require_float
+
+
+@lowers("Concat")
+def concat(graph: Graph, node: Node) -> list[Node]:
+    out = graph.tensors[node.outputs[0]]
+    inputs = [i for i in node.inputs if i]
+    axis = ncnn_axis(graph, node, out.name, int(node.attrs["axis"]))
+    rank = len(out.ncnn_shape)
+    operands = []
+    for name in inputs:
+        t = graph.tensors[name]
+        if t.is_constant and out.batch_axis is not None:
+            if t.value.ndim != out.rank or t.value.shape[out.batch_axis] != 1:
+                raise fail(node, graph, f"constant input '{name}' {list(t.value.shape)} does not have the "
+                                        f"output's rank {out.rank} with extent 1 at axis {out.batch_axis}")
+            # a constant has no batch axis: drop the output's (extent-1) one from its value
+            name = graph.add_constant(f"{name}_nobatch", np.squeeze(t.value, out.batch_axis)).name
+        elif t.shape is None or len(t.ncnn_shape) != rank:
+            raise fail(node, graph, f"input '{name}' {t.shape} (batch axis {t.batch_axis}) does not "
+                                    f"have the output's layout {out.shape} (batch axis {out.batch_axis})")
+        operands.append(name)
+    require_float(graph, node, inputs)
+    if len(operands) == 1:
+        return [layer(node, graph, "Noop", operands, [out.name])]
+    return [layer(node, graph, "Concat", operands, [out.name], {0: axis})]
+
+
