@@ -10,6 +10,7 @@ from typing import Callable
 
 from .einsum_equation import parse_equation
 from .ir import Graph, Node, Tensor
+from .op_groups import BROADCASTING
 
 Rule = Callable[[Graph, Node, Tensor], "int | None"]
 RULES: dict[str, Rule] = {}
@@ -40,8 +41,7 @@ def same_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
     return _extent_one(out, x.batch_axis)
 
 
-@rule("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu", "MatMul",
-      "Where", "Equal", "Less", "Greater", "And", "Or", "Xor", "Mod", "Expand")
+@rule(*BROADCASTING, "MatMul", "Expand")
 def broadcast(graph: Graph, node: Node, out: Tensor) -> int | None:
     """Numpy-aligned: the outermost operand batch axis that is still extent 1 in the result."""
     if out.rank is None:

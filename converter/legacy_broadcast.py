@@ -10,9 +10,8 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 from .ir import ConversionError
+from .op_groups import LEGACY_BROADCAST
 
-LEGACY_BROADCAST_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor",
-                        "Equal", "Greater", "Less"}
 
 
 def _ranks(proto: onnx.ModelProto) -> dict[str, int]:
@@ -33,7 +32,7 @@ def rewrite_legacy_broadcast(proto: onnx.ModelProto) -> onnx.ModelProto:
     new_nodes = []
     for node in g.node:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if node.op_type in LEGACY_BROADCAST_OPS and attrs.get("broadcast") and "axis" in attrs:
+        if node.op_type in LEGACY_BROADCAST and attrs.get("broadcast") and "axis" in attrs:
             a, b = node.input[0], node.input[1]
             if a not in ranks or b not in ranks:
                 raise ConversionError(f"{node.op_type} node '{node.name}': cannot apply legacy "
@@ -56,7 +55,7 @@ def rewrite_legacy_broadcast(proto: onnx.ModelProto) -> onnx.ModelProto:
                     new_nodes.append(helper.make_node(
                         "Unsqueeze", [b], [new_b], axes=list(range(ranks[b], ranks[b] + pad))))
                 node.input[1] = new_b
-        if node.op_type in LEGACY_BROADCAST_OPS:
+        if node.op_type in LEGACY_BROADCAST:
             keep = [x for x in node.attribute if x.name not in ("broadcast", "axis")]
             del node.attribute[:]
             node.attribute.extend(keep)

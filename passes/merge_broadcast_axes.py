@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from converter.ir import Graph, Shape, Tensor
 from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.op_groups import ELEMENTWISE
 
-ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Relu", "Sigmoid", "Tanh",
-               "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf",
-               "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Identity"}
 
 
 def _wide(t: Tensor) -> bool:
