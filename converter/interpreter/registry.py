@@ -27,6 +27,11 @@ from typing import Callable
 import numpy as np
 
 
+F32 = np.float32
+# ncnn's "not given / rest / keep" marker in Slice, Crop and Reshape params
+AUTO = -233
+
+
 class InterpreterError(Exception):
     """A graph the interpreter cannot run exactly as ncnn would; the message names the layer."""
 

@@ -102,7 +102,7 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
     layers, acc = [], inputs[0]
     for i, operand in enumerate(inputs[1:], start=1):
         last = i == len(inputs) - 1 and node.op != "Mean"
-        step = out if last else _partial_result(graph, node, inputs[:i + 1])
+        step = out if last else partial_result(graph, node, inputs[:i + 1])
         layers.append(binary(graph, node, acc, operand, op, step, suffix=f"_{i}"))
         acc = step
     if node.op == "Mean":
@@ -112,7 +112,7 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
     return layers
 
 
-def _partial_result(graph: Graph, node: Node, operands: list[str]) -> str:
+def partial_result(graph: Graph, node: Node, operands: list[str]) -> str:
     """A tensor for op(operands...) with its own broadcast shape and batch axis."""
     try:
         shape = broadcast_shapes(*(graph.tensors[o].shape for o in operands))

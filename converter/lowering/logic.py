@@ -22,7 +22,7 @@ from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor
-from .elementwise import _partial_result, binary
+from .elementwise import partial_result, binary
 
 
 def _finite_constants(graph: Graph, node: Node) -> None:
@@ -52,7 +52,7 @@ def _scalar_op(graph: Graph, src: Node, x: str, op: str, b: float, out: str | No
 
 def _pair(graph: Graph, src: Node, a: str, b: str, op: str, out: str | None = None,
           tag: str = "") -> tuple[Node, str]:
-    out = out or _partial_result(graph, src, [a, b])
+    out = out or partial_result(graph, src, [a, b])
     return binary(graph, src, a, b, BINARY_OPS[op], out, suffix=f"_{op}{tag}"), out
 
 

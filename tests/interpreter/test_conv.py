@@ -4,7 +4,7 @@ import pytest
 
 from converter.interpreter import InterpreterError
 
-from converter.interpreter.kernels import conv as conv_kernels
+from converter.interpreter.kernels import convolution as conv_kernels
 
 from .layer_check import check, ids, interpret
 

@@ -1,4 +1,5 @@
-"""Element-wise layers: activations, UnaryOp, Dropout, and the fused activation of conv/fc layers."""
+"""Element-wise layers: activations (ReLU, Clip, ELU, SELU, Sigmoid, Swish, TanH, HardSigmoid,
+HardSwish, GELU, Erf, Mish, CELU, Shrink), UnaryOp, Dropout, and the fused activation of conv/fc layers."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ from ..buffers import empty, recycle
 from ..registry import fail, kernel
 
 F32 = np.float32
+MISH_THRESHOLD = F32(20)     # mish.cpp: softplus is x above it, exp(x) below minus it
 SIGMOID_CLAMP = F32(88.3762626647949)  # ncnn clamps sigmoid's input to +-this before expf
 
 
@@ -95,7 +97,8 @@ def hardswish(x: np.ndarray, alpha: float, beta: float, out: np.ndarray | None =
     return out
 
 
-def mish(x: np.ndarray) -> np.ndarray:
+def fused_mish(x: np.ndarray) -> np.ndarray:
+    """Mish as fused into conv layers (activation_type 5): no softplus thresholds."""
     return (x * np.tanh(np.log(np.exp(x) + F32(1)))).astype(F32)
 
 
@@ -114,7 +117,7 @@ def fused_activation_fn(activation_type: int, params):
     if activation_type == 4:
         return lambda x: sigmoid(x, out=x)
     if activation_type == 5:
-        return mish
+        return fused_mish
     if activation_type == 6:
         return lambda x: hardswish(x, params[0], params[1], out=x)
     fail(f"unknown fused activation_type {activation_type}")
@@ -224,3 +227,26 @@ def unaryop(p, weights, x, out=None):
     if op is None:
         fail(f"unknown UnaryOp op_type {p.op_type}")
     return op(x, out=_output(x, out)) if isinstance(op, np.ufunc) else op(x)
+
+
+@kernel("Mish")
+def mish(p, weights, x):
+    with np.errstate(over="ignore"):
+        softplus = np.where(x > MISH_THRESHOLD, x,
+                            np.where(x < -MISH_THRESHOLD, np.exp(x), np.log1p(np.exp(x))))
+    return (x * np.tanh(softplus)).astype(F32)
+
+
+@kernel("CELU")
+def celu(p, weights, x):
+    alpha = F32(p.alpha)
+    with np.errstate(over="ignore"):
+        return np.where(x < 0, (np.exp(x / alpha) - F32(1)) * alpha, x).astype(F32)
+
+
+@kernel("Shrink")
+def shrink(p, weights, x):
+    bias, lambd = F32(p.bias), F32(p.lambd)
+    return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, F32(0))).astype(F32)
+
+

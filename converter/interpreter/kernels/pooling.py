@@ -5,7 +5,7 @@ import numpy as np
 
 from ..buffers import empty, recycle
 from ..registry import fail, kernel, require_rank
-from .conv import output_extent, pad_hw, same_pads, window_slices
+from .convolution import output_extent, pad_hw, same_pads, window_slices
 
 F32 = np.float32
 MAX, AVG = 0, 1

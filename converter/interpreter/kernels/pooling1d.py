@@ -3,7 +3,7 @@ with the h axis dropped (same pad modes, tail pad and averaging area)."""
 from __future__ import annotations
 
 from ..registry import fail, kernel
-from .conv1d import as_2d, as_image
+from .convolution1d import as_2d, as_image
 from .pooling import pooling
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import fail, kernel, require_rank
-from .conv3d import FLT_MAX, pad_3d, param_pads, per_axis, same_pads_3d, windows
+from .convolution3d import FLT_MAX, pad_3d, param_pads, per_axis, same_pads_3d, windows
 
 F32 = np.float32
 MAX, AVG = 0, 1

@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import fail, kernel, require_rank
-from .conv import place_deconv_taps
-
+from .convolution import place_deconv_taps
 
 
 def grouped_deconvolution(p, weights, x: np.ndarray, group: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..registry import fail, kernel, require_rank, shape_str
 from .activation import fused_activation
-from .conv import SAME_LOWER, SAME_UPPER, output_extent, same_pads
+from .convolution import SAME_LOWER, SAME_UPPER, output_extent, same_pads
 
 F32 = np.float32
 AXES = ("d", "h", "w")

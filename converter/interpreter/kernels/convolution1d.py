@@ -10,8 +10,8 @@ import numpy as np
 
 from ...ncnn_layers import Params
 from ..registry import fail, kernel, shape_str
-from .conv import SAME_LOWER, SAME_UPPER, _grouped_conv
-from .deconv import grouped_deconvolution
+from .convolution import SAME_LOWER, SAME_UPPER, grouped_conv
+from .deconvolutiondepthwise import grouped_deconvolution
 
 
 def as_2d(p, **extra) -> Params:
@@ -39,7 +39,7 @@ def _refuse_dynamic_weight(p, op: str) -> None:
 
 def _conv1d_step(p, weights, group: int, op: str):
     _refuse_dynamic_weight(p, op)
-    step2d = _grouped_conv(as_2d(p), weights, group)
+    step2d = grouped_conv(as_2d(p), weights, group)
 
     def step(x):
         return step2d(as_image(x))[:, 0, :]

@@ -1,4 +1,4 @@
-"""Tile and Flip: data movement with numpy-style params (tile.cpp, flip.cpp)."""
+"""ncnn Tile: repeats per axis (numpy order), or the old axis/tiles form."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,16 +36,3 @@ def tile(p, weights, x):
     return np.tile(x, reps)
 
 
-@kernel("Flip")
-def flip(p, weights, x):
-    if not len(p.axes):
-        return x
-    axes = set()
-    for a in p.axes:
-        a = a + x.ndim if a < 0 else a
-        if not 0 <= a < 4:
-            fail(f"Flip axis {a} is out of range for shape {shape_str(x)}")
-        axes.add(a)
-    if x.ndim == 1:           # flip.cpp: a 1-D blob is flipped whatever the axes say
-        return x[::-1].copy()
-    return np.flip(x, axis=tuple(a for a in axes if a < x.ndim)).copy()

@@ -1,12 +1,9 @@
-"""Embed and RMSNorm: the layers token embeddings and RMS-normalized transformers need."""
+"""ncnn Embed: one row of weights per word index (the input's bits read as int32, clamped)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..registry import fail, kernel, shape_str
-from .norm import normalized_axes
-
-F32 = np.float32
+from ..registry import F32, fail, kernel, shape_str
 
 
 def word_indices(x: np.ndarray) -> np.ndarray:
@@ -25,11 +22,3 @@ def embed(p, weights, x):
     return rows + weights[1] if p.bias_term else rows
 
 
-@kernel("RMSNorm")
-def rmsnorm(p, weights, x):
-    axes, size = normalized_axes(p, x, "RMSNorm")
-    rms = np.add.reduce(np.square(x), axis=axes, keepdims=True) / F32(size)
-    out = x * (F32(1) / np.sqrt(rms + F32(p.eps)))
-    if p.affine:
-        out *= weights[0].reshape(x.shape[axes[0]:])
-    return out

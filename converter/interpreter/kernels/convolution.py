@@ -82,7 +82,7 @@ def window_slices(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int = 1
             yield i, j, x[:, i * dh: i * dh + (oh - 1) * sh + 1: sh, j * dw: j * dw + (ow - 1) * sw + 1: sw]
 
 
-def _grouped_conv(p, weights, group: int):
+def grouped_conv(p, weights, group: int):
     """The step of a (grouped) convolution layer: im2col bands and one batched product each."""
     if p.int8_scale_term:
         fail("int8 convolution is not supported by the interpreter")
@@ -218,12 +218,12 @@ def _banded_im2col_matmul(w, source, flat_out, dims, oh: int, row: int, strides)
 
 @kernel("Convolution", prepare=True)
 def convolution(p, weights):
-    return _grouped_conv(p, weights, 1)
+    return grouped_conv(p, weights, 1)
 
 
 @kernel("ConvolutionDepthWise", prepare=True)
 def convolution_depthwise(p, weights):
-    return _grouped_conv(p, weights, p.group)
+    return grouped_conv(p, weights, p.group)
 
 
 def _tile_deconv_taps(p, weights, taps: np.ndarray) -> np.ndarray:
