@@ -1,6 +1,16 @@
-"""onnx2ncnn: ONNX -> ncnn conversion that computes numpy's broadcasts in ncnn, and proves it."""
-from .api import NcnnModel, convert, load_ncnn
-from .ir import ConversionError
-from .verify import VerifyReport, verify
+"""onnx2ncnn: ONNX -> ncnn conversion that computes numpy's broadcasts in ncnn, and proves it.
 
-__all__ = ["ConversionError", "NcnnModel", "VerifyReport", "convert", "load_ncnn", "verify"]
+The public names load on first use: importing a submodule (converter.ir, used by
+passes/) must not pull in the API, which itself runs the passes.
+"""
+from importlib import import_module
+
+_PUBLIC = {"ConversionError": "ir", "NcnnModel": "api", "convert": "api", "load_ncnn": "api",
+           "VerifyReport": "verify", "verify": "verify"}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'converter' has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_PUBLIC[name]}"), name)

@@ -7,9 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from passes import run_pipeline
+from passes.fix_broadcast import fix_broadcast
+
 from .int_inputs import ncnn_dtype
+from .interpreter import Plan
 from .ir import Graph
 from .onnx_loader import load_onnx
+from .reader import read_ncnn
 from .writer import NcnnNames, ncnn_names, save
 
 
@@ -58,7 +63,6 @@ class NcnnModel:
         first run for a set of feeds and outputs compiles an execution plan that
         later runs reuse, until the graph's wiring changes.
         """
-        from .interpreter import Plan
         cache = self._cached()
         if "to_tensor" not in cache:
             cache["to_tensor"] = {blob: tensor for tensor, blob in cache["names"].blob.items()}
@@ -82,8 +86,6 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting."""
-    from passes import run_pipeline
-    from passes.fix_broadcast import fix_broadcast
     graph = load_onnx(model, input_shapes, input_values)
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
     stats["warnings"] = list(graph.warnings)
@@ -92,7 +94,6 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
 
 def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
     """Read existing .param/.bin files (from this or any converter) for the interpreter."""
-    from .reader import read_ncnn
     return NcnnModel(read_ncnn(param_path, bin_path))
 
 

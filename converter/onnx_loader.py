@@ -11,6 +11,8 @@ from onnx import external_data_helper, numpy_helper, shape_inference, version_co
 
 from .batch_axis import assign_batch_axes
 from .ir import ConversionError, Graph, Node, Tensor
+from .legacy_broadcast import rewrite_legacy_broadcast
+from .legacy_resize import restore_legacy_resize
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
 MIN_OPSET = 13      # older models are upgraded to this with onnx's version converter
@@ -58,7 +60,6 @@ def default_opset(proto: onnx.ModelProto) -> int:
 def _upgrade_opset(proto: onnx.ModelProto) -> onnx.ModelProto:
     if default_opset(proto) >= MIN_OPSET:
         return proto
-    from .legacy_broadcast import rewrite_legacy_broadcast
     proto = rewrite_legacy_broadcast(proto)
     try:
         upgraded = version_converter.convert_version(proto, MIN_OPSET)
@@ -66,7 +67,6 @@ def _upgrade_opset(proto: onnx.ModelProto) -> onnx.ModelProto:
         raise ConversionError(f"cannot upgrade opset {default_opset(proto)} model to opset "
                               f"{MIN_OPSET}: {_first_line(exc)}")
     if default_opset(proto) < 11:      # Upsample / Resize-10 meant asymmetric coordinates
-        from .legacy_resize import restore_legacy_resize
         return restore_legacy_resize(proto, upgraded)
     return upgraded
 

@@ -19,7 +19,9 @@ import onnxruntime as ort
 
 from .api import NcnnModel, convert
 from .int_inputs import ncnn_dtype
+from .interpreter import InterpreterError, run
 from .ir import ConversionError, Graph, Tensor
+from .ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
 from .onnx_loader import prepare_model
 
 DEFAULT_DYNAMIC_EXTENT = 64     # a dynamic extent nobody fixed: room for a stride-32 backbone
@@ -198,7 +200,6 @@ def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
 
 
 def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None]:
-    from .interpreter import InterpreterError, run
     try:
         return run(model.graph, feeds, keep=True), None
     except InterpreterError as exc:
@@ -206,7 +207,6 @@ def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None
 
 
 def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str]) -> tuple[dict, Exception | None]:
-    from .ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
     names = model.names.blob
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "model.param", Path(folder) / "model.bin"

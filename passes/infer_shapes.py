@@ -16,6 +16,8 @@ from onnx import helper, numpy_helper, shape_inference
 from converter.batch_axis import assign_batch_axes
 from converter.ir import Graph, Tensor
 
+from .fold_constants import fold_constants
+
 
 def _value_info(t: Tensor) -> onnx.ValueInfoProto:
     elem = helper.np_dtype_to_tensor_dtype(t.dtype) if t.dtype != np.dtype(object) else onnx.TensorProto.FLOAT
@@ -103,7 +105,6 @@ MAX_ROUNDS = 8    # each round is linear; real exports need 1-2 (a shape read fr
 
 def infer_shapes(graph: Graph) -> dict:
     """Infer, then fold the Shape nodes that newly known extents make constant; repeat while that helps."""
-    from .fold_constants import fold_constants
     stats = {"shapes_filled": 0}
     # folding has turned Constant nodes into values: axes that only they held (opset-11 attributes
     # moved to inputs at load) now decide where the batch axis goes

@@ -5,6 +5,8 @@ sees the whole list in one run. Graph inputs get Input layers.
 """
 from __future__ import annotations
 
+import networkx as nx
+
 from converter.ir import ConversionError, Graph, Node
 from converter.ncnn_axes import MAX_NCNN_RANK
 from converter.lowering import LOWERINGS, load_all
@@ -54,5 +56,4 @@ def _computes_sizes(graph: Graph, node: Node) -> bool:
 
 
 def _ancestors(graph: Graph, node: Node) -> set[str]:
-    import networkx as nx
     return nx.ancestors(graph.wiring, node.name)

@@ -15,15 +15,13 @@ import os
 from contextlib import nullcontext
 from functools import lru_cache
 
+from threadpoolctl import ThreadpoolController
+
 ENV = "ONNX2NCNN_BLAS_THREADS"
 
 
 @lru_cache(maxsize=1)
 def _controller():
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
     return ThreadpoolController()
 
 
@@ -55,7 +53,6 @@ def choose_threads() -> int:
 
 def blas_threads(threads: int):
     """A context limiting BLAS to `threads` for one run (cheap: the controller is cached)."""
-    controller = _controller()
-    if controller is None or threads <= 0:
+    if threads <= 0:
         return nullcontext()
-    return controller.limit(limits=threads, user_api="blas")
+    return _controller().limit(limits=threads, user_api="blas")

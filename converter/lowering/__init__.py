@@ -9,6 +9,8 @@ as constant tensors; a later pass gives them MemoryData layers.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Callable
 
 from ..ir import Graph, Node
@@ -27,8 +29,6 @@ def lowers(*ops: str):
 
 def load_all() -> None:
     """Import every lowering module so their decorators register."""
-    import importlib
-    import pkgutil
     for info in pkgutil.iter_modules(__path__):
         if info.name != "common":
             importlib.import_module(f"{__name__}.{info.name}")

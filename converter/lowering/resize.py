@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..interpreter.kernels.interp import axis_matrix as ncnn_matrix
-from ..interpreter.kernels.interp import nearest_sources as ncnn_nearest
+from ..ncnn_interp import axis_matrix as ncnn_matrix
+from ..ncnn_interp import nearest_sources as ncnn_nearest
 from ..ir import Graph, Node
 from ..onnx_resize import F32, ResizeMode, Unmodelled
 from ..onnx_resize import axis_matrix as onnx_matrix
