@@ -6,10 +6,16 @@ import json
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 
+from .api import convert, load_ncnn, output_paths
+from .interpreter import InterpreterError
 from .ir import ConversionError
+from .reader import NcnnFormatError
+from .verification import verify
+from .verify_report import text_table, write_report
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -55,7 +61,6 @@ def _input_shapes(items: list[str] | None) -> dict[str, list[int]]:
 
 
 def cmd_convert(args) -> int:
-    from .api import convert, output_paths
     model = convert(args.model, _input_shapes(args.input_shape), input_values=_input_values(args.input_value))
     for warning in model.stats.get("warnings", []):
         print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
@@ -122,8 +127,6 @@ class Progress:
 
 
 def cmd_verify(args) -> int:
-    from .verify import verify
-    from .verify_report import text_table, write_report
     progress = Progress()
     try:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
@@ -153,9 +156,6 @@ def cmd_verify(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .api import load_ncnn
-    from .interpreter import InterpreterError
-    from .reader import NcnnFormatError
     try:
         model = load_ncnn(args.param, args.bin)
         outputs = model.run(_npy_inputs(args.input))
@@ -211,7 +211,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import warnings
     try:
         args = build_parser().parse_args(argv)
         with warnings.catch_warnings(), np.errstate(all="ignore"):

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from converter import convert  # noqa: E402
 from converter.cli import parse_dims  # noqa: E402
 from converter.int_inputs import ncnn_dtype  # noqa: E402
-from converter.verify import make_inputs, ncnn_feed  # noqa: E402
+from converter.verification import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
 
 THREADS = 2
