@@ -1,0 +1,91 @@
+"""GatherND / GatherElements with constant indices -> a flat Gather (Crop runs, Concat, Reshape).
+
+Both pick single elements (GatherElements) or trailing slices (GatherND) at positions known
+when converting. Flattening the indexed leading axes of the data turns every position into
+one linear index, so both become Gather(Reshape(data, (n, *rest)), linear, axis=0), lowered as
+constant-index Gather is (consecutive indices are one Crop). Exporters emit them with
+constant indices for position ids and mask expansion (torch.export's BERT mask: GatherND of
+the attention mask at [[0, 0], [0, 1], ...]).
+
+Indices computed at run time are refused: ncnn has no gather by run-time positions (its
+Embed reads row ids from an integer graph input only, see gather.py).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Graph, Node, Tensor
+from . import lowers
+from .common import fail, new_tensor
+from .gather import _pick
+from .tensor_ops import reshape_layer
+
+
+def _static_data(graph: Graph, node: Node) -> Tensor:
+    data = graph.tensors[node.inputs[0]]
+    if data.shape is None or None in data.shape:
+        raise fail(node, graph, f"the data '{data.name}' has unknown extents; give static input shapes "
+                                "with --input-shape")
+    if data.batch_axis is not None and data.shape[data.batch_axis] != 1:
+        raise fail(node, graph, f"the data's batch axis {data.batch_axis} is {data.shape[data.batch_axis]}, "
+                                "not 1: ncnn cannot index across the batch")
+    return data
+
+
+def _constant_indices(graph: Graph, node: Node) -> np.ndarray:
+    indices = graph.value(node.inputs[1])
+    if indices is None:
+        raise fail(node, graph, f"the indices '{node.inputs[1]}' are computed at run time; ncnn has no "
+                                "layer that gathers at run-time positions")
+    return indices.astype(np.int64)
+
+
+def _wrap(graph: Graph, node: Node, indices: np.ndarray, extents) -> np.ndarray:
+    """Negative indices count from the end; out-of-range ones are an error, as in onnxruntime."""
+    extents = np.asarray(extents, np.int64)
+    wrapped = np.where(indices < 0, indices + extents, indices)
+    if np.any(wrapped < 0) or np.any(wrapped >= extents):
+        raise fail(node, graph, f"an index is out of range for the data's extents {extents.tolist()}")
+    return wrapped
+
+
+def _flat_gather(graph: Graph, node: Node, data: Tensor, merged: int, linear: np.ndarray) -> list[Node]:
+    """Gather(Reshape(data, (prod(first `merged` extents), *rest)), linear, axis=0) into the output."""
+    out = graph.tensors[node.outputs[0]]
+    rest = tuple(data.shape[merged:])
+    flat = graph.tensors[new_tensor(graph, f"{data.name}_flat", (math.prod(data.shape[:merged]), *rest), None)]
+    flatten = reshape_layer(graph, node, data.name, flat.name, {}, suffix="_flatten")
+    return [flatten, *_pick(graph, node, flat, out, 0, linear)]
+
+
+@lowers("GatherND")
+def gather_nd(graph: Graph, node: Node) -> list[Node]:
+    data, indices = _static_data(graph, node), _constant_indices(graph, node)
+    batch_dims = int(node.attrs.get("batch_dims", 0))
+    depth = indices.shape[-1] if indices.ndim else 0
+    if indices.ndim < 1 or batch_dims + depth > data.rank or indices.shape[:batch_dims] != data.shape[:batch_dims]:
+        raise fail(node, graph, f"indices of shape {list(indices.shape)} with batch_dims {batch_dims} do not fit "
+                                f"the data's shape {list(data.shape)}")
+    merged = batch_dims + depth
+    # the batch positions of each index tuple are its own leading coordinates
+    batch_coords = np.indices(indices.shape[:-1])[:batch_dims]
+    coords = [*batch_coords, *np.moveaxis(_wrap(graph, node, indices, data.shape[batch_dims:merged]), -1, 0)]
+    linear = np.ravel_multi_index(coords, data.shape[:merged]) if merged else np.zeros(indices.shape[:-1], np.int64)
+    return _flat_gather(graph, node, data, merged, linear)
+
+
+@lowers("GatherElements")
+def gather_elements(graph: Graph, node: Node) -> list[Node]:
+    data, indices = _static_data(graph, node), _constant_indices(graph, node)
+    axis = int(node.attrs.get("axis", 0))
+    if not -data.rank <= axis < data.rank or indices.ndim != data.rank:
+        raise fail(node, graph, f"indices of shape {list(indices.shape)} along axis {axis} do not fit the "
+                                f"data's shape {list(data.shape)}")
+    axis %= data.rank
+    coords = list(np.indices(indices.shape))
+    coords[axis] = _wrap(graph, node, indices, data.shape[axis])
+    if any(i > d for i, d in zip(indices.shape, data.shape)):
+        raise fail(node, graph, f"indices of shape {list(indices.shape)} exceed the data's {list(data.shape)}")
+    return _flat_gather(graph, node, data, data.rank, np.ravel_multi_index(coords, data.shape))
