@@ -23,6 +23,7 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 
 Pass = Callable[[Graph], dict]
 
@@ -46,6 +47,8 @@ PIPELINE: list[Pass] = [
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
+    # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
+    rewrite_softmax_nan_guard,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
     lower_onnx,
