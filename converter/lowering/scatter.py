@@ -15,5 +15,7 @@ from .common import depends_on, fail
 @lowers("ScatterND", "ScatterElements", "Scatter")
 def scatter(graph: Graph, node: Node) -> list[Node]:
     runtime = next(name for name in node.inputs if name and graph.value(name) is None)
+    why = (f"'{runtime}' is a graph input, known only at run time" if runtime in graph.inputs
+           else depends_on(graph, runtime))
     raise fail(node, graph, f"ncnn has no scatter layer; this folds to a constant when its data, indices "
-                            f"and updates are constants, but {depends_on(graph, runtime)}")
+                            f"and updates are constants, but {why}")
