@@ -16,6 +16,7 @@ from ..int_inputs import readers
 from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import constant, fail, layer, ncnn_axis, new_tensor
+from .one_hot_gather import needs_one_hot, one_hot_gather
 from .tensor_ops import ncnn_pairs, reshape_layer
 
 MAX_GATHER_PIECES = 16
@@ -33,6 +34,8 @@ def gather(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
     axis %= x.rank
     if x.is_constant and graph.value(node.inputs[1]) is None:
+        if needs_one_hot(graph, node.inputs[1]):      # computed ids, or ids also read as numbers
+            return one_hot_gather(graph, node, x, out, axis)
         return _embedding(graph, node, x, out, axis)
     return _pick(graph, node, x, out, axis, constant(graph, node, 1, "the indices"))
 

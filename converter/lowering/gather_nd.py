@@ -20,6 +20,7 @@ from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import fail, new_tensor
 from .gather import _pick
+from .one_hot_gather import one_hot_gather
 from .tensor_ops import reshape_layer
 
 
@@ -76,8 +77,24 @@ def gather_nd(graph: Graph, node: Node) -> list[Node]:
     return _flat_gather(graph, node, data, merged, linear)
 
 
+def _row_lookup(graph: Graph, node: Node) -> list[Node] | None:
+    """A constant data with one non-1 axis, read along it at run-time indices: out[j] = data[i[j]],
+    a lookup in a one-column table (RoBERTa's position ids read a (1, 40) buffer so)."""
+    data, indices = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    if not data.is_constant or graph.value(node.inputs[1]) is not None or data.rank is None:
+        return None
+    axis = int(node.attrs.get("axis", 0)) % data.rank
+    if any(d != 1 for a, d in enumerate(data.shape) if a != axis) or indices.shape is None:
+        return None
+    table = Tensor(data.name, (data.shape[axis],), data.dtype, data.value.reshape(-1))
+    return one_hot_gather(graph, node, table, graph.tensors[node.outputs[0]], 0)
+
+
 @lowers("GatherElements")
 def gather_elements(graph: Graph, node: Node) -> list[Node]:
+    lookup = _row_lookup(graph, node)
+    if lookup is not None:
+        return lookup
     data, indices = _static_data(graph, node), _constant_indices(graph, node)
     axis = int(node.attrs.get("axis", 0))
     if not -data.rank <= axis < data.rank or indices.ndim != data.rank:
