@@ -37,6 +37,8 @@ def gather(graph: Graph, node: Node) -> list[Node]:
         if needs_one_hot(graph, node.inputs[1]):      # computed ids, or ids also read as numbers
             return one_hot_gather(graph, node, x, out, axis)
         return _embedding(graph, node, x, out, axis)
+    if graph.value(node.inputs[1]) is None:       # run-time positions in a run-time tensor
+        return one_hot_gather(graph, node, x, out, axis)
     return _pick(graph, node, x, out, axis, constant(graph, node, 1, "the indices"))
 
 

@@ -17,8 +17,9 @@ import math
 import numpy as np
 
 from ..ir import Graph, Node, Tensor
-from . import lowers
-from .common import fail, new_tensor
+from ..ncnn_layers import UNARY_OPS
+from . import LOWERINGS, lowers
+from .common import fail, layer, new_tensor
 from .gather import _pick
 from .one_hot_gather import one_hot_gather
 from .tensor_ops import reshape_layer
@@ -61,10 +62,55 @@ def _flat_gather(graph: Graph, node: Node, data: Tensor, merged: int, linear: np
     return [flatten, *_pick(graph, node, flat, out, 0, linear)]
 
 
+def _runtime_gather_nd(graph: Graph, node: Node, data: Tensor, batch_dims: int) -> list[Node]:
+    """Run-time index tuples: their linear positions (a dot product with the strides, plus the
+    batch items' offsets), then a one-hot lookup in the data flattened to those positions."""
+    index = graph.tensors[node.inputs[1]]
+    if index.shape is None or None in index.shape:
+        raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
+    depth, merged = index.shape[-1], batch_dims + index.shape[-1]
+    strides = np.array([math.prod(data.shape[a + 1:merged]) for a in range(merged)], np.float32)
+    lead = index.shape[:-1]
+    lead_axis = index.batch_axis if index.batch_axis is not None and index.batch_axis < len(lead) else None
+    extents = np.array(data.shape[batch_dims:merged], np.float32)
+    like_index = [new_tensor(graph, f"{index.name}_{t}", index.shape, index.batch_axis)
+                  for t in ("sign", "negative", "is_negative", "scaled", "wrap", "weighted")]
+    sign, negative, is_negative, scaled, wrap, weighted = like_index
+    linear = new_tensor(graph, f"{index.name}_linear", lead, lead_axis)
+    origin = node.origin or node.name
+
+    def onnx_node(op: str, inputs: list[str], output: str, **attrs) -> list[Node]:
+        return LOWERINGS[op](graph, Node(f"{node.name}_{output}", op, inputs, [output], attrs, origin=origin))
+
+    def const(tag: str, value: np.ndarray) -> str:
+        return graph.add_constant(f"{index.name}_{tag}", value).name
+
+    # a negative coordinate counts from the end of its own axis: + extent * (c < 0), then the strides
+    layers = ([layer(node, graph, "UnaryOp", [index.name], [sign], {0: UNARY_OPS["sign"]}, suffix="_coordinate_sign")]
+              + onnx_node("Neg", [sign], negative)
+              + onnx_node("Relu", [negative], is_negative)
+              + onnx_node("Mul", [index.name, const("strides", strides[batch_dims:])], scaled)
+              + onnx_node("Mul", [is_negative, const("wraps", extents * strides[batch_dims:])], wrap)
+              + onnx_node("Add", [scaled, wrap], weighted))
+    summed = linear if not batch_dims else new_tensor(graph, f"{index.name}_in_item", lead, lead_axis)
+    layers += LOWERINGS["ReduceSum"](graph, Node(f"{node.name}_position", "ReduceSum", [weighted], [summed],
+                                                 {"axes": [-1], "keepdims": 0}, origin=origin))
+    if batch_dims:      # item b of the batch starts at b * stride
+        offsets = np.tensordot(np.indices(lead)[:batch_dims], strides[:batch_dims], axes=(0, 0)).astype(np.float32)
+        layers += LOWERINGS["Add"](graph, Node(f"{node.name}_items", "Add", [
+            summed, graph.add_constant(f"{index.name}_offsets", offsets).name], [linear], origin=origin))
+    flat = graph.tensors[new_tensor(graph, f"{data.name}_flat", (math.prod(data.shape[:merged]),
+                                                                  *data.shape[merged:]), None)]
+    layers.append(reshape_layer(graph, node, data.name, flat.name, {}, suffix="_flatten"))
+    return layers + one_hot_gather(graph, node, flat, graph.tensors[node.outputs[0]], 0, indices=linear)
+
+
 @lowers("GatherND")
 def gather_nd(graph: Graph, node: Node) -> list[Node]:
-    data, indices = _static_data(graph, node), _constant_indices(graph, node)
-    batch_dims = int(node.attrs.get("batch_dims", 0))
+    data, batch_dims = _static_data(graph, node), int(node.attrs.get("batch_dims", 0))
+    if graph.value(node.inputs[1]) is None:
+        return _runtime_gather_nd(graph, node, data, batch_dims)
+    indices = _constant_indices(graph, node)
     depth = indices.shape[-1] if indices.ndim else 0
     if indices.ndim < 1 or batch_dims + depth > data.rank or indices.shape[:batch_dims] != data.shape[:batch_dims]:
         raise fail(node, graph, f"indices of shape {list(indices.shape)} with batch_dims {batch_dims} do not fit "

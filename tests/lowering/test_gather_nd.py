@@ -42,13 +42,49 @@ def test_gather_elements_along_each_axis(tmp_path, axis, indices):
     check(gather_model("GatherElements", [1, 4, 5], indices, axis=axis), tmp_path)
 
 
-def test_runtime_indices_are_refused_in_one_line():
-    """GPT-2/CLIP pooling reads the hidden state at a position computed from the ids."""
+def pooling_model(op):
+    """CLIP/GPT-2 pooling: the hidden state at the position of the largest id (torch.export:
+    GatherND at [0, argmax]; torch.jit: Gather of the flattened state at argmax + 0)."""
+    nodes = [helper.make_node("Cast", ["ids"], ["ids_i"], to=TensorProto.INT32),
+             helper.make_node("ArgMax", ["ids_i"], ["at"], axis=-1, keepdims=0)]
+    if op == "GatherND":
+        nodes += [helper.make_node("Unsqueeze", ["at", "minus_one"], ["at2"]),
+                  helper.make_node("Concat", ["item", "at2"], ["where"], axis=-1),
+                  helper.make_node("GatherND", ["h", "where"], ["y"])]
+    else:
+        nodes += [helper.make_node("Flatten", ["h"], ["rows"], axis=2),
+                  helper.make_node("Add", ["at", "zero"], ["where"]),
+                  helper.make_node("Gather", ["rows", "where"], ["y"], axis=0)]
+    nodes.insert(0, helper.make_node("Relu", ["x"], ["h"]))
+    return make_model(nodes, [("x", [1, 6, 5]), ("ids", [1, 6], TensorProto.INT64)], [("y", None)],
+                      [("minus_one", np.array([-1], np.int64)), ("item", np.zeros((1, 1), np.int64)),
+                       ("zero", np.zeros(1, np.int64))])
+
+
+@pytest.mark.parametrize("op", ["GatherND", "Gather"])
+@pytest.mark.parametrize("ids", [[3, 9, 1, 9, 0, 2], [7, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 4]])
+def test_pooling_at_the_argmax_of_the_ids(tmp_path, op, ids):
+    """Ties pick the first position, as onnxruntime's ArgMax does."""
+    model = pooling_model(op)
+    feeds = {"x": np.random.default_rng(1).uniform(-2, 2, (1, 6, 5)).astype(np.float32),
+             "ids": np.array([ids], np.int64)}
+    converted = check_in_ncnn(model, tmp_path, feeds=feeds, rtol=0, atol=0)
+    assert "MatMul" in ncnn_layer_types(converted)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+@pytest.mark.parametrize("batch_dims, ids", [
+    (0, [[0, 3, 4], [0, 1, -1], [0, -4, 0]]), (0, [[0, 2], [0, -1]]),
+    (1, [[[3], [0], [-1]]]), (1, [[[1, 4], [3, -5]]]),
+])
+def test_runtime_index_tuples(tmp_path, batch_dims, ids):
+    """Index tuples read from an input: linear positions by a dot product with the strides."""
+    ids = np.array(ids, np.int64)
     model = make_model([helper.make_node("Cast", ["ids"], ["i"], to=TensorProto.INT64),
-                        helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)],
-                       [("x", [1, 6, 5]), ("ids", [1, 1], TensorProto.INT64)], [("y", None)])
-    with pytest.raises(ConversionError, match=r"^GatherND node .*computed at run time[^\n]*$"):
-        convert(model)
+                        helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)],
+                       [("x", [1, 4, 5]), ("ids", list(ids.shape), TensorProto.INT64)], [("y", None)])
+    feeds = {"x": np.random.default_rng(2).uniform(-2, 2, (1, 4, 5)).astype(np.float32), "ids": ids}
+    check_in_ncnn(model, tmp_path, feeds=feeds, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("op, indices, attrs, why", [
