@@ -36,8 +36,40 @@ def test_scatter_of_run_time_size_asks_for_input_shape():
         convert(window_mask_model())
 
 
-def test_scatter_into_run_time_values_is_refused_in_one_line():
-    model = make_model([helper.make_node("ScatterND", ["x", "cells", "ids"], ["y"])], [("x", [1, 4])], [("y", None)],
-                       [("cells", np.array([[0, 1]], np.int64)), ("ids", np.array([5.0], np.float32))])
-    with pytest.raises(ConversionError, match=r"^ScatterND node [^\n]*no scatter layer[^\n]*graph input[^\n]*$"):
+def scatter_model(data_shape, indices, updates_shape, **attrs):
+    return make_model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("ScatterND", ["r", "i", "u"], ["y"], **attrs)],
+                      [("x", data_shape), ("u", updates_shape)], [("y", None)], [("i", np.array(indices, np.int64))],
+                      opset=16)
+
+
+def slice_indices(shape, axis, start, end):
+    """The index tuples torch.export writes for x[..., start:end] = u along `axis`."""
+    ranges = [range(start, end) if a == axis else range(d) for a, d in enumerate(shape)]
+    grid = np.stack(np.meshgrid(*ranges, indexing="ij"), -1)
+    return grid, list(grid.shape[:-1])
+
+
+@pytest.mark.parametrize("shape, axis, start, end", [
+    ([1, 4, 6], 2, 1, 3), ([1, 4, 6], 1, 0, 2), ([1, 4, 6], 2, 4, 6), ([1, 3, 4, 5], 2, 1, 2), ([1, 4, 6], 2, 0, 6)])
+def test_slice_assignment_is_a_concat(tmp_path, shape, axis, start, end):
+    indices, updates_shape = slice_indices(shape, axis, start, end)
+    converted = check_in_ncnn(scatter_model(shape, indices, updates_shape), tmp_path, rtol=0, atol=0)
+    assert "Concat" in ncnn_layer_types(converted) or (start, end) == (0, shape[axis])
+
+
+@pytest.mark.parametrize("indices, updates_shape", [
+    ([[0, 2, 1], [0, 0, 5], [0, -1, -2]], [3]),          # single elements, negative indices
+    ([[0, 3], [0, 1]], [2, 6]),                          # whole rows, out of order
+])
+def test_scattered_writes_gather_data_and_updates(tmp_path, indices, updates_shape):
+    check_in_ncnn(scatter_model([1, 4, 6], indices, updates_shape), tmp_path, rtol=0, atol=0)
+
+
+def test_scatter_with_reduction_or_run_time_indices_is_refused_in_one_line():
+    with pytest.raises(ConversionError, match=r"^ScatterND node [^\n]*no scatter layer[^\n]*$"):
+        convert(scatter_model([1, 4, 6], [[0, 1, 1]], [1], reduction="add"))
+    model = make_model([helper.make_node("Cast", ["ids"], ["i"], to=TensorProto.INT64),
+                        helper.make_node("ScatterND", ["x", "i", "u"], ["y"])],
+                       [("x", [1, 4]), ("ids", [1, 2]), ("u", [1])], [("y", None)])
+    with pytest.raises(ConversionError, match=r"^ScatterND node [^\n]*no scatter layer[^\n]*$"):
         convert(model)
