@@ -84,7 +84,8 @@ def test_runtime_index_tuples(tmp_path, batch_dims, ids):
                         helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)],
                        [("x", [1, 4, 5]), ("ids", list(ids.shape), TensorProto.INT64)], [("y", None)])
     feeds = {"x": np.random.default_rng(2).uniform(-2, 2, (1, 4, 5)).astype(np.float32), "ids": ids}
-    check_in_ncnn(model, tmp_path, feeds=feeds, rtol=0, atol=0)
+    converted = check_in_ncnn(model, tmp_path, feeds=feeds, rtol=0, atol=0)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
 @pytest.mark.parametrize("op, indices, attrs, why", [

@@ -6,7 +6,7 @@ from onnx import TensorProto, helper
 
 from converter import convert
 from converter.ir import ConversionError
-from onnx_cases import check_in_ncnn, make_model, ncnn_layer_types
+from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
 
 
 def window_mask_model():
@@ -53,8 +53,10 @@ def slice_indices(shape, axis, start, end):
     ([1, 4, 6], 2, 1, 3), ([1, 4, 6], 1, 0, 2), ([1, 4, 6], 2, 4, 6), ([1, 3, 4, 5], 2, 1, 2), ([1, 4, 6], 2, 0, 6)])
 def test_slice_assignment_is_a_concat(tmp_path, shape, axis, start, end):
     indices, updates_shape = slice_indices(shape, axis, start, end)
-    converted = check_in_ncnn(scatter_model(shape, indices, updates_shape), tmp_path, rtol=0, atol=0)
+    model = scatter_model(shape, indices, updates_shape)
+    converted = check_in_ncnn(model, tmp_path, rtol=0, atol=0)
     assert "Concat" in ncnn_layer_types(converted) or (start, end) == (0, shape[axis])
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
 @pytest.mark.parametrize("indices, updates_shape", [
@@ -62,7 +64,8 @@ def test_slice_assignment_is_a_concat(tmp_path, shape, axis, start, end):
     ([[0, 3], [0, 1]], [2, 6]),                          # whole rows, out of order
 ])
 def test_scattered_writes_gather_data_and_updates(tmp_path, indices, updates_shape):
-    check_in_ncnn(scatter_model([1, 4, 6], indices, updates_shape), tmp_path, rtol=0, atol=0)
+    model = scatter_model([1, 4, 6], indices, updates_shape)
+    check_interpreter_matches_ncnn(check_in_ncnn(model, tmp_path, rtol=0, atol=0), model, tmp_path)
 
 
 def test_scatter_with_reduction_or_run_time_indices_is_refused_in_one_line():
