@@ -37,7 +37,8 @@ def _guard(graph: Graph, isnan: Node) -> tuple[Node, Node] | None:
     zero = graph.value(where.inputs[1])
     if zero is None or np.any(zero):
         return None
-    if graph.tensors[where.outputs[0]].shape != graph.tensors[p].shape or graph.tensors[p].shape is None:
+    shape = graph.tensors[p].shape
+    if shape is None or graph.tensors[where.outputs[0]].shape != shape or graph.tensors[softmax.inputs[0]].shape != shape:
         return None
     return softmax, where
 
