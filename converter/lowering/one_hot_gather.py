@@ -31,6 +31,7 @@ from .tensor_ops import reshape_layer
 
 BIT_MOVES = ("Noop", "Reshape", "Split")
 MAX_ONE_HOT = 1 << 24       # elements of the one-hot matrix: beyond this the lookup is refused
+SLOW_ROWS = 4096            # a vocabulary this large is worth a warning (50k rows: ~13x an Embed, measured)
 
 
 def _integer_source(graph: Graph, name: str) -> str | None:
@@ -91,6 +92,9 @@ def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: i
     if count * rows > MAX_ONE_HOT:
         raise fail(node, graph, f"{count} run-time indices into {rows} rows: the one-hot lookup would need "
                                 f"{count * rows} elements (at most {MAX_ONE_HOT})")
+    if rows >= SLOW_ROWS and getattr(graph, "warnings", None) is not None:
+        graph.warnings.append(f"{node.describe()}: run-time indices into {rows} rows become a one-hot product "
+                              f"({count * rows * width} multiply-adds per run), exact but much slower than an Embed")
     layers, hot = _one_hot(graph, node, index.name, count, rows, out.name)
     picked = new_tensor(graph, f"{out.name}_picked", (count, width), None)
     if table.is_constant:

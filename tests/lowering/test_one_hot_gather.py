@@ -72,3 +72,10 @@ def test_table_with_inf_is_refused_in_one_line():
                         helper.make_node("Gather", ["t", "i"], ["y"])], [("x", [1, 4])], [("y", None)], [("t", table)])
     with pytest.raises(ConversionError, match=r"^Gather node [^\n]*inf or NaN[^\n]*$"):
         convert(model)
+
+
+def test_a_large_table_read_at_run_time_warns():
+    table = np.zeros((5000, 2), np.float32)
+    model = make_model([helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+                        helper.make_node("Gather", ["t", "i"], ["y"])], [("x", [1, 3])], [("y", None)], [("t", table)])
+    assert any("one-hot product" in w for w in convert(model).stats["warnings"])
