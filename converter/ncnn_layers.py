@@ -256,7 +256,7 @@ layer("MultiHeadAttention", (0, "embed_dim", INT, 0), (1, "num_heads", INT, 1),
 layer("SDPA", (5, "attn_mask", INT, 0), (6, "scale", FLOAT, 0.0), (7, "kv_cache", INT, 0),
       (18, "int8_scale_term", INT, 0))
 
-# added for ArgMax/Softplus/Tile/Slice-step lowerings (activation_extra, argmax, tile, slice_step)
+# layers the ArgMax/Softplus/Tile/strided-Slice lowerings build
 layer("Mish")
 layer("CELU", (0, "alpha", FLOAT, 1.0))
 layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))

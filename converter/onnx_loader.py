@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,7 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
     if unknown:
         raise ConversionError(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
                               f"the model's inputs are {', '.join(inputs) or 'none'}")
-    named = _named_dim_values(inputs, input_shapes)
+    named = _named_dim_values(inputs, input_shapes, warnings)
     for name, value_info in inputs.items():
         dims = value_info.type.tensor_type.shape.dim
         if name in input_shapes:
@@ -115,10 +116,13 @@ def _apply_input_shapes(proto: onnx.ModelProto, input_shapes: dict[str, list[int
     return warnings
 
 
-def _named_dim_values(inputs: dict, input_shapes: dict[str, list[int]]) -> dict[str, int]:
+def _named_dim_values(inputs: dict, input_shapes: dict[str, list[int]], warnings: list[str]) -> dict[str, int]:
     """dim_param -> size for the named dims that --input-shape fixes (or, for an input it does not
-    name, the dynamic leading batch dim that defaults to 1): inputs sharing a name share the size."""
+    name, the dynamic leading batch dim that defaults to 1): inputs sharing a name share the size.
+    The user's sizes win over the model's names: a name given two sizes is a warning, and fixes
+    no other input's dim."""
     explicit: dict[str, tuple[str, int]] = {}
+    conflicting: set[str] = set()
     defaults: dict[str, int] = {}
     for name, value_info in inputs.items():
         dims = value_info.type.tensor_type.shape.dim
@@ -127,12 +131,14 @@ def _named_dim_values(inputs: dict, input_shapes: dict[str, list[int]]) -> dict[
                 if not dim.dim_param or new is None:
                     continue
                 seen = explicit.setdefault(dim.dim_param, (name, new))
-                if seen[1] != new:
-                    raise ConversionError(f"--input-shape: dim '{dim.dim_param}' is {seen[1]} in {seen[0]} "
-                                          f"but {new} in {name}; the model names them as one size")
+                if seen[1] != new and dim.dim_param not in conflicting:
+                    conflicting.add(dim.dim_param)
+                    warnings.append(f"--input-shape: dim '{dim.dim_param}' is {seen[1]} in {seen[0]} but {new} "
+                                    f"in {name}, though the model names them as one size; using the sizes given")
         elif len(dims) >= 2 and dims[0].dim_param:
             defaults[dims[0].dim_param] = 1
-    return {**defaults, **{param: value for param, (_, value) in explicit.items()}}
+    fixed = {param: value for param, (_, value) in explicit.items() if param not in conflicting}
+    return {param: value for param, value in {**defaults, **fixed}.items() if param not in conflicting}
 
 
 def _apply_input_values(proto: onnx.ModelProto, input_values: dict[str, object]) -> None:
@@ -194,6 +200,15 @@ def _check(proto: onnx.ModelProto, where) -> list[str]:
     return []
 
 
+# dim_params that name no size: Paddle calls every unknown dim "?", onnx's inference "unk__N"
+ANONYMOUS_DIM = re.compile(r"\?|unk__\d+|-?\d+|\s*")
+
+
+def is_anonymous(dim_param: str) -> bool:
+    """A dim_param that only says "unknown": two dims so named are not one size."""
+    return ANONYMOUS_DIM.fullmatch(dim_param) is not None
+
+
 def _forget_declared_shapes(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """Exporters declare dims of -1 or 0 for dynamic ones, outputs without shapes, and sometimes
     wrong output shapes. Inputs keep their dims (-1/0 become unknown); intermediate and output
@@ -201,7 +216,8 @@ def _forget_declared_shapes(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]
     finds nothing."""
     for vi in proto.graph.input:
         for dim in vi.type.tensor_type.shape.dim:
-            if dim.HasField("dim_value") and dim.dim_value <= 0:
+            if (dim.HasField("dim_value") and dim.dim_value <= 0) or (
+                    dim.HasField("dim_param") and is_anonymous(dim.dim_param)):
                 dim.Clear()
     declared = {}
     for vi in proto.graph.output:

@@ -10,6 +10,7 @@ from .convert_batched_conv1d import convert_batched_conv1d
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
+from .flatten_gather_indices import flatten_gather_indices
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
@@ -23,6 +24,7 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 
 Pass = Callable[[Graph], dict]
 
@@ -46,6 +48,10 @@ PIPELINE: list[Pass] = [
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
+    # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
+    rewrite_softmax_nan_guard,
+    # a gathered tensor wider than ncnn that is only reshaped gets flat indices before lowering
+    flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
     lower_onnx,

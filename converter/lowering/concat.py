@@ -27,7 +27,8 @@ def concat(graph: Graph, node: Node) -> list[Node]:
             raise fail(node, graph, f"input '{name}' {t.shape} (batch axis {t.batch_axis}) does not "
                                     f"have the output's layout {out.shape} (batch axis {out.batch_axis})")
         operands.append(name)
-    require_float(graph, node, inputs)
+    # integers and bools are float numbers in ncnn (or int32 bits, which int_inputs.py tracks): a copy keeps them
+    require_float(graph, node, [i for i in inputs if graph.tensors[i].dtype.kind not in "biu"])
     if len(operands) == 1:
         return [layer(node, graph, "Noop", operands, [out.name])]
     return [layer(node, graph, "Concat", operands, [out.name], {0: axis})]

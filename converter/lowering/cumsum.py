@@ -13,7 +13,8 @@ from .common import constant, fail, layer, new_tensor, require_float
 
 @lowers("CumSum")
 def cumsum(graph: Graph, node: Node) -> list[Node]:
-    require_float(graph, node)
+    if graph.tensors[node.inputs[0]].dtype.kind not in "iu":     # integer sums stay exact below 2**24
+        require_float(graph, node)
     x, out = graph.tensors[node.inputs[0]], node.outputs[0]
     axis = int(constant(graph, node, 1, "the axis").reshape(-1)[0])
     if x.rank is None or not -x.rank <= axis < x.rank:

@@ -34,7 +34,8 @@ def constant_of_shape(graph: Graph, node: Node) -> list[Node]:
     channels = int(np.prod([known_value(t) for t in lead])) if all(known_value(t) for t in lead) else None
     if channels is None:
         raise fail(node, graph, f"the leading extents {lead} of the fill are known only at run time; "
-                                "ncnn can size only the two innermost at run time")
+                                "ncnn can size only the two innermost at run time; static input shapes "
+                                "(--input-shape) make it a constant")
     width, height = terms[-1], (terms[-2] if rank >= 2 else 1)
     source = graph.add_constant(f"{out.name}_value", np.full(channels, value, dtype=np.float32)).name
     renderer = Renderer(graph, source, node)

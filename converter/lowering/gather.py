@@ -24,6 +24,7 @@ from .common import (
     new_tensor,
     reshape_layer,
 )
+from .one_hot_gather import needs_one_hot, one_hot_gather
 
 MAX_GATHER_PIECES = 16
 
@@ -40,7 +41,11 @@ def gather(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
     axis %= x.rank
     if x.is_constant and graph.value(node.inputs[1]) is None:
+        if needs_one_hot(graph, node.inputs[1]):      # computed ids, or ids also read as numbers
+            return one_hot_gather(graph, node, x, out, axis)
         return _embedding(graph, node, x, out, axis)
+    if graph.value(node.inputs[1]) is None:       # run-time positions in a run-time tensor
+        return one_hot_gather(graph, node, x, out, axis)
     return _pick(graph, node, x, out, axis, constant(graph, node, 1, "the indices"))
 
 

@@ -22,7 +22,8 @@ from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor
-from .elementwise import partial_result, binary
+from .elementwise import binary, partial_result
+from .masked_fill import masked_fill
 
 
 def _finite_constants(graph: Graph, node: Node) -> None:
@@ -111,6 +112,9 @@ def _term_is_all(graph: Graph, node: Node, operands: list[str]) -> bool:
 
 @lowers("Where")
 def where(graph: Graph, node: Node) -> list[Node]:
+    inf_fill = masked_fill(graph, node, where)     # a constant +-inf branch: added, never multiplied
+    if inf_fill is not None:
+        return inf_fill
     _finite_constants(graph, node)
     c, a, b = node.inputs[:3]
     out = node.outputs[0]

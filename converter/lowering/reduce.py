@@ -86,7 +86,8 @@ MAX_EXACT_EXTENT = 2**23      # i + N * off stays an exact float32 integer
 
 @lowers("ArgMax", "ArgMin")
 def arg_extreme(graph: Graph, node: Node) -> list[Node]:
-    require_float(graph, node)
+    if graph.tensors[node.inputs[0]].dtype.kind not in "iu":     # integers compare exactly below 2**24
+        require_float(graph, node)
     x = graph.tensors[node.inputs[0]]
     axis = int(node.attrs.get("axis", 0))
     chain = Chain(graph, node, ncnn_axes(graph, node, [axis]))

@@ -128,7 +128,7 @@ def _expressed_slice(graph: Graph, node: Node, x: Tensor, out: Tensor) -> Node:
 
 
 def _strided(graph: Graph, node: Node, x: Tensor, starts, ends, axes, steps) -> list[Node]:
-    """Slice with steps: Python's slice rules are ONNX's; the work is in slice_step.py."""
+    """Slice with steps: Python's slice rules are ONNX's; the work is in Steps and strided_slice below."""
     picks = []
     for start, end, axis, step in zip(starts, ends, axes, steps):
         if step == 0:

@@ -30,8 +30,9 @@ def tile(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("Expand")
 def expand(graph: Graph, node: Node) -> list[Node]:
-    require_float(graph, node)
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if x.dtype.kind not in "biuf":      # bools and integers travel as float numbers; a copy keeps them
+        require_float(graph, node)
     constant(graph, node, 1, "the target shape")
     if x.shape is None or out.shape is None or None in out.shape:
         raise fail(node, graph, f"output shape {out.shape} has unknown extents; give static input shapes")

@@ -80,13 +80,6 @@ def test_inputs_sharing_a_dim_name_share_its_size(input_shapes, want):
     assert io["inputs"][1]["onnx_shape"] == want
 
 
-def test_conflicting_sizes_of_one_dim_name_are_refused():
-    model = make_model([helper.make_node("Add", ["x", "z"], ["y"])], [("x", ["N", 3]), ("z", ["N", 3])],
-                       [("y", None)])
-    with pytest.raises(ConversionError, match="dim 'N' is 1 in x but 2 in z"):
-        convert(model, input_shapes={"x": [1, 3], "z": [2, 3]})
-
-
 def _external_model(tmp_path, location):
     model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", [1, 4, 64])],
                        [("y", [1, 4, 64])], [("w", np.linspace(0, 1, 64, dtype=np.float32))])

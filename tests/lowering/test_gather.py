@@ -65,21 +65,6 @@ def test_embedding(tmp_path, ids_shape, table_shape, ids_type, cast_to):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
-def test_embedding_ids_also_read_as_numbers_are_refused():
-    after = [helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT)]
-    model = embedding_model([1, 4], [9, 3], after=after)
-    model.graph.output.append(helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, 4]))
-    with pytest.raises(ConversionError, match="read as int32 word indices here and as numbers by Cast"):
-        convert(model)
-
-
-def test_embedding_of_computed_ids_is_refused():
-    nodes = [helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64), helper.make_node("Gather", ["t", "i"], ["y"])]
-    model = make_model(nodes, [("x", [1, 4])], [("y", None)], [("t", np.ones((5, 3), np.float32))])
-    with pytest.raises(ConversionError, match="computed at run time"):
-        convert(model)
-
-
 def test_embedding_along_another_axis_is_refused():
     model = make_model([helper.make_node("Gather", ["t", "ids"], ["y"], axis=1)], [("ids", [1, 4], TensorProto.INT64)],
                        [("y", None)], [("t", np.ones((5, 3), np.float32))])

@@ -1,0 +1,18 @@
+"""IsNaN: refused, with the one form that converts named.
+
+ncnn has no NaN test, and no exact composition exists: its x86 min/max and comparisons are
+not IEEE for NaN (NCNN_NOTES.md), and any arithmetic on a NaN stays NaN. The Softmax guard
+Where(IsNaN(Softmax(z)), 0, ...) that exporters emit is rewritten before lowering
+(passes/rewrite_softmax_nan_guard.py); an IsNaN reaching here is anything else.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Node
+from . import lowers
+from .common import fail
+
+
+@lowers("IsNaN")
+def isnan(graph: Graph, node: Node) -> list[Node]:
+    raise fail(node, graph, "ncnn has no NaN test and no exact composition of one; only the Softmax guard "
+                            "Where(IsNaN(Softmax(z)), 0, Softmax(z)) converts")

@@ -1,0 +1,113 @@
+"""Gather at indices computed at run time -> one-hot rows times the table.
+
+ncnn's Embed reads int32 bits, which only an integer graph input can give it (gather.py);
+computed indices (RoBERTa's position ids: cumsum of the padding mask; CLIP's pooling at the
+argmax of the ids) are float numbers in ncnn, as is an id input that something else reads
+as numbers. For integers below 2**24 this is exact:
+
+    i'     = i + P * relu(-sign(i))          negative indices wrap, as ONNX's do
+    onehot = 1 - sign(|i' - [0, 1, ..., P-1]|)      one row of 0s and a single 1 per index
+    rows   = onehot @ table                  InnerProduct for a constant table, else MatMul
+
+Each output sums one table value and exact zeros, so the rows are the table's rows bit for
+bit, provided the table is finite (0 * inf is NaN: a constant table holding inf or NaN is
+refused; a computed one is the model's own numbers). Out-of-range indices, an error in
+onnxruntime, give zero rows here. The table is read along `axis` when every axis before it
+has extent 1 (a (1, T, D) hidden state read at token positions).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..int_inputs import readers
+from ..ir import Graph, Node, Tensor
+from ..ncnn_layers import UNARY_OPS
+from . import LOWERINGS
+from .common import fail, layer, new_tensor, reshape_layer
+from .logic import _pair, _scalar_op, _unary
+
+BIT_MOVES = ("Noop", "Reshape", "Split")
+MAX_ONE_HOT = 1 << 24       # elements of the one-hot matrix: beyond this the lookup is refused
+SLOW_ROWS = 4096            # a vocabulary this large is worth a warning (50k rows: ~13x an Embed, measured)
+
+
+def _integer_source(graph: Graph, name: str) -> str | None:
+    """The integer graph input the indices are, through layers that only move bits; else None."""
+    current = name
+    while current not in graph.inputs:
+        producer = graph.producer(current)
+        if graph.tensors[current].dtype.kind not in "iu" or producer is None or producer.op not in BIT_MOVES:
+            return None
+        current = producer.inputs[0]
+    return current if graph.tensors[current].dtype.kind in "iu" else None
+
+
+def needs_one_hot(graph: Graph, name: str) -> bool:
+    """Embed cannot read these indices: they are computed, or their input is also read as numbers
+    (RoBERTa compares its ids with the padding id), so it is fed as float32 numbers."""
+    source = _integer_source(graph, name)
+    return source is None or bool(readers(graph, source)[1])
+
+
+def _one_hot(graph: Graph, node: Node, indices: str, count: int, rows: int, stem: str) -> tuple[list[Node], str]:
+    """The (count, rows) one-hot matrix of the indices (wrapped when negative)."""
+    def column(tag: str) -> str:
+        return new_tensor(graph, f"{stem}_{tag}", (count, 1), None)
+
+    flat = column("ids")
+    layers = [reshape_layer(graph, node, indices, flat, {}, suffix="_ids")]
+    sign_layer, s = _unary(graph, node, flat, "sign")
+    shift_layer, shift = _scalar_op(graph, node, s, "mul", -float(rows))
+    wrap, wrapped = column("wrap"), column("wrapped")
+    layers += [sign_layer, shift_layer, layer(node, graph, "ReLU", [shift], [wrap], suffix="_negative"),
+               _pair(graph, node, flat, wrap, "add", wrapped, tag="_wrap")[0]]
+    grid = graph.add_constant(f"{stem}_rows", np.arange(rows, dtype=np.float32).reshape(1, rows)).name
+    diff, distance, differs, hot = (new_tensor(graph, f"{stem}_{t}", (count, rows), None)
+                                    for t in ("diff", "distance", "differs", "hot"))
+    layers += [_pair(graph, node, wrapped, grid, "sub", diff)[0],
+               _unary(graph, node, diff, "abs", distance)[0],
+               layer(node, graph, "UnaryOp", [distance], [differs], {0: UNARY_OPS["sign"]}, suffix="_differs"),
+               _scalar_op(graph, node, differs, "rsub", 1.0, hot)[0]]
+    return layers, hot
+
+
+def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: int,
+                   indices: str | None = None) -> list[Node]:
+    """out = table gathered along `axis` at run-time `indices` (default: the node's input 1)."""
+    index = graph.tensors[indices or node.inputs[1]]
+    if table.shape is None or None in table.shape:
+        raise fail(node, graph, f"'{table.name}' has unknown extents; give static input shapes with --input-shape")
+    if any(d != 1 for d in table.shape[:axis]):
+        raise fail(node, graph, f"run-time indices along axis {axis} of {list(table.shape)}: only the first axis "
+                                "that is not 1 can be read at run-time positions")
+    if index.shape is None or None in index.shape:
+        raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
+    if table.is_constant and not np.all(np.isfinite(table.value)):
+        raise fail(node, graph, f"the table '{table.name}' holds inf or NaN, which a one-hot product turns into NaN")
+    rows, width = table.shape[axis], math.prod(table.shape[axis + 1:])
+    count = math.prod(index.shape)
+    if count * rows > MAX_ONE_HOT:
+        raise fail(node, graph, f"{count} run-time indices into {rows} rows: the one-hot lookup would need "
+                                f"{count * rows} elements (at most {MAX_ONE_HOT})")
+    if rows >= SLOW_ROWS and getattr(graph, "warnings", None) is not None:
+        graph.warnings.append(f"{node.describe()}: run-time indices into {rows} rows become a one-hot product "
+                              f"({count * rows * width} multiply-adds per run), exact but much slower than an Embed")
+    layers, hot = _one_hot(graph, node, index.name, count, rows, out.name)
+    picked = new_tensor(graph, f"{out.name}_picked", (count, width), None)
+    if table.is_constant:
+        weight = np.asarray(table.value, np.float32).reshape(rows, width)
+        layers.append(layer(node, graph, "InnerProduct", [hot], [picked], {0: width, 1: 0, 2: rows * width},
+                            weights=[weight.T]))
+    else:
+        flat = new_tensor(graph, f"{table.name}_table", (rows, width), None)
+        layers.append(reshape_layer(graph, node, table.name, flat, {}, suffix="_table"))
+        layers += LOWERINGS["MatMul"](graph, Node(f"{node.name}_lookup", "MatMul", [hot, flat], [picked],
+                                     origin=node.origin or node.name))
+    # a Reshape even where shapes agree: ncnn's InnerProduct returns a single row as a 1-D blob
+    target = out.ncnn_shape
+    layers.append(reshape_layer(graph, node, picked, out.name, {}, target=target, suffix="_rows")
+                  if tuple(target) != (count, width) or count != 1 else
+                  layer(node, graph, "Reshape", [picked], [out.name], {0: width, 1: 1}, suffix="_rows"))
+    return layers
