@@ -23,6 +23,7 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .merge_wide_axes import merge_wide_axes
 
 Pass = Callable[[Graph], dict]
 
@@ -48,6 +49,9 @@ PIPELINE: list[Pass] = [
     convert_batched_conv1d,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
+    # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
+    merge_wide_axes,
     lower_onnx,
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims

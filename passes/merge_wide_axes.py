@@ -1,0 +1,441 @@
+"""Fit tensors wider than ncnn's 4 axes by merging axes that travel together through the nodes around them.
+
+Attention and window partitioning pass through 5-D/6-D tensors on the way
+(qkv split, Swin windows, patch unfolds, a mask gathered to [1,1,1,S,1]).
+Two adjacent axes of a tensor can be one when no node touching it needs them
+apart: a Transpose that separates them, a Gather/Split/Slice/Softmax along
+one of them, a broadcast that treats them differently, the batch axis ncnn
+drops. So each gap between adjacent axes ("boundary") is either cut or
+merged; nodes tie boundaries of their inputs and outputs together
+(union-find) or force a cut. Reshape, Flatten, Squeeze and Unsqueeze tie
+nothing: any grouping of their two sides is still a reshape, rewritten over
+the merged axes. Every boundary not cut is merged, the most any tensor can
+be merged while every node still computes the same numbers on the merged
+shapes. A tensor still left with more than 4 axes (batch axis not counted)
+is refused, naming the node that keeps its axes apart.
+
+Only tensors with more than 4 axes and the constants beside them change;
+other computed tensors next to them keep their axes (every boundary cut).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from converter.ir import ConversionError, Graph, Node, Shape, Tensor
+from converter.ncnn_layers import MAX_NCNN_RANK
+from converter.symbolic import REFS, Op, Ref, Term, extent, op, pin_refs
+
+from .express_shapes import SHAPE_TERMS, SLICE_TERMS
+from .merge_broadcast_axes import ELEMENTWISE
+
+BROADCASTING = ELEMENTWISE | {"Where", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+                              "Xor", "Not", "Cast", "Softplus", "Gelu", "Mod", "PRelu"}
+RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+# the input slots that carry data (the rest are shapes, axes, sizes: constants the rewrite replaces)
+DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpose": 1, "Split": 1, "Slice": 1,
+              "Softmax": 1, "Gather": 2, "MatMul": 2}
+
+Key = tuple[str, int]       # (tensor, k): the boundary between axes k and k+1
+
+
+def _data_inputs(node: Node) -> list[str]:
+    names = node.inputs[:DATA_SLOTS.get(node.op, len(node.inputs))]
+    return [n for n in names if n and n not in node.attrs.get(REFS, [])]
+
+
+def _supported(node: Node) -> bool:
+    return not node.ncnn and (node.op in BROADCASTING or node.op in DATA_SLOTS)
+
+
+class Boundaries:
+    """Union-find over boundaries; a class is cut (with the node that cut it first) or merged."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.parent: dict[Key, Key] = {}
+        self.why: dict[Key, Node | None] = {}      # root -> the node that cut it (None: batch axis, refs)
+
+    def find(self, key: Key) -> Key:
+        while self.parent.setdefault(key, key) != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def _valid(self, t: str, k: int) -> bool:
+        return 0 <= k < len(self.graph.tensors[t].shape) - 1
+
+    def union(self, a: Key, b: Key) -> None:
+        if not (self._valid(*a) and self._valid(*b)):
+            return
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+            if rb in self.why and ra not in self.why:
+                self.why[ra] = self.why[rb]
+
+    def cut(self, t: str, k: int, node: Node | None) -> None:
+        if self._valid(t, k):
+            self.why.setdefault(self.find((t, k)), node)
+
+    def cut_around(self, t: str, axis: int, node: Node | None) -> None:
+        self.cut(t, axis - 1, node)
+        self.cut(t, axis, node)
+
+    def pin(self, t: str, node: Node | None) -> None:
+        for k in range(len(self.graph.tensors[t].shape) - 1):
+            self.cut(t, k, node)
+
+    def is_cut(self, t: str, k: int) -> bool:
+        return self.find((t, k)) in self.why
+
+    def groups(self, t: str) -> list[list[int]]:
+        groups = [[0]]
+        for k in range(len(self.graph.tensors[t].shape) - 1):
+            if self.is_cut(t, k):
+                groups.append([k + 1])
+            else:
+                groups[-1].append(k + 1)
+        return groups
+
+
+# ---- what each node needs ---------------------------------------------------------------------------------
+def _broadcast(b: Boundaries, node: Node, operands: list[Tensor], out: Tensor, lead: int = 0,
+               span: int | None = None) -> None:
+    """Operands (their axes that take part) aligned numpy-style with out's axes [lead, lead+span), all
+    by default: a gap can merge when each operand has there both of out's extents or two ones."""
+    span = out.rank - lead if span is None else span
+    for x in operands:
+        pad = span - x.rank
+        for k in range(span - 1):
+            pair = tuple(x.shape[i] if i >= 0 else 1 for i in (k - pad, k + 1 - pad))
+            want = (out.shape[lead + k], out.shape[lead + k + 1])
+            same = pair == want and (None not in pair or tuple(x.shape) == tuple(out.shape[lead:lead + span]))
+            if k - pad >= 0:
+                b.union((x.name, k - pad), (out.name, lead + k))
+            if not (same or pair == (1, 1)):
+                b.cut(out.name, lead + k, node)
+
+
+def _elementwise(b: Boundaries, g: Graph, node: Node) -> None:
+    out = g.tensors[node.outputs[0]]
+    _broadcast(b, node, [g.tensors[i] for i in _data_inputs(node)], out)
+
+
+def _softmax(b: Boundaries, g: Graph, node: Node) -> None:
+    _elementwise(b, g, node)
+    x = g.tensors[node.inputs[0]]
+    b.cut_around(x.name, _softmax_axis(g, node, x), node)
+
+
+def _softmax_axis(g: Graph, node: Node, x: Tensor) -> int:
+    return node.attrs.get("axis", -1 if g.opset >= 13 else 1) % x.rank
+
+
+def _transpose(b: Boundaries, g: Graph, node: Node) -> None:
+    x, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    perm = _perm(node, x)
+    for i in range(out.rank - 1):
+        if perm[i + 1] == perm[i] + 1:
+            b.union((out.name, i), (x.name, perm[i]))
+        else:
+            b.cut(out.name, i, node)
+    for j in range(x.rank - 1):
+        if perm.index(j + 1) != perm.index(j) + 1:
+            b.cut(x.name, j, node)
+
+
+def _perm(node: Node, x: Tensor) -> list[int]:
+    return [int(p) for p in node.attrs.get("perm") or reversed(range(x.rank))]
+
+
+def _along(b: Boundaries, node: Node, x: Tensor, outs: list[Tensor], axes: list[int]) -> None:
+    """Split/Slice: outputs of x's rank, the axes cut free, every other gap shared."""
+    for out in outs:
+        for k in range(x.rank - 1):
+            b.union((x.name, k), (out.name, k))
+    for a in axes:
+        b.cut_around(x.name, a, node)
+
+
+def _split(b: Boundaries, g: Graph, node: Node) -> None:
+    x = g.tensors[node.inputs[0]]
+    _along(b, node, x, [g.tensors[o] for o in node.outputs if o], [node.attrs.get("axis", 0) % x.rank])
+
+
+def _slice(b: Boundaries, g: Graph, node: Node) -> None:
+    x = g.tensors[node.inputs[0]]
+    axes = _slice_axes(g, node, x)
+    if axes is None:
+        b.pin(x.name, node)
+        axes = []
+    _along(b, node, x, [g.tensors[node.outputs[0]]], axes)
+
+
+def _slice_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
+    if SLICE_TERMS in node.attrs:
+        return list(node.attrs[SLICE_TERMS]["axes"])
+    if "axes" in node.attrs or "starts" in node.attrs:      # opset < 10: attributes
+        axes = node.attrs.get("axes") or list(range(len(node.attrs.get("starts", []))))
+    elif len(node.inputs) > 3 and node.inputs[3]:
+        value = g.value(node.inputs[3])
+        axes = None if value is None else value.reshape(-1).tolist()
+    else:
+        starts = g.value(node.inputs[1])
+        axes = None if starts is None else list(range(starts.size))
+    return None if axes is None else [int(a) % x.rank for a in axes]
+
+
+def _gather(b: Boundaries, g: Graph, node: Node) -> None:
+    """out = x[:a] + indices + x[a+1:]: the indices' axes may merge among themselves (a reshape of the
+    picked slices), never with x's."""
+    x, idx, out = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
+    a, q = node.attrs.get("axis", 0) % x.rank, idx.rank
+    b.cut_around(x.name, a, node)
+    for k in range(a - 1):
+        b.union((x.name, k), (out.name, k))
+    for k in range(q - 1):
+        b.union((idx.name, k), (out.name, a + k))
+    for k in range(a + 1, x.rank - 1):
+        b.union((x.name, k), (out.name, k - 1 + q))
+    b.cut(out.name, a - 1, node)
+    b.cut(out.name, a + q - 1, node)
+
+
+def _matmul(b: Boundaries, g: Graph, node: Node) -> None:
+    left, right = (g.tensors[i] for i in node.inputs[:2])
+    out = g.tensors[node.outputs[0]]
+    if left.rank < 2 or right.rank < 2:
+        for t in (left, right, out):
+            b.pin(t.name, node)
+        return
+    for t in (left, right, out):        # the matrices' own two axes stay apart, and apart from the batch dims
+        b.cut(t.name, t.rank - 2, node)
+        b.cut(t.name, t.rank - 3, node)
+    _broadcast(b, node, [Tensor(t.name, t.shape[:-2]) for t in (left, right)], out, 0, out.rank - 2)
+
+
+RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
+         "MatMul": _matmul, **{o: (lambda b, g, n: None) for o in RESHAPES}}
+
+
+# ---- the pass -----------------------------------------------------------------------------------------------
+def merge_wide_axes(graph: Graph) -> dict:
+    wide = {n for n, t in graph.tensors.items()
+            if not t.is_constant and t.shape is not None and len(t.ncnn_shape) > MAX_NCNN_RANK}
+    if not wide:
+        return {"merged_wide_tensors": 0}
+    touching = {n.name for t in wide for n in graph.consumers(t) + [graph.producer(t)] if n}
+    nodes = [n for n in graph.topological() if n.name in touching]
+    for node in nodes:
+        _own_constants(graph, node)
+    b = Boundaries(graph)
+    targets = {n.name: _target_terms(graph, n) for n in nodes if n.op in RESHAPES}
+    tensors: set[str] = set()
+    for node in nodes:
+        names = [t for t in _data_inputs(node) + node.outputs if t]
+        known = [t for t in names if graph.tensors[t].shape is not None]
+        tensors.update(known)
+        for t in known:
+            if t not in wide and not graph.tensors[t].is_constant:
+                b.pin(t, node)          # computed tensors that fit keep their axes
+        if not _supported(node) or len(known) < len(names) or targets.get(node.name, ()) is None:
+            for t in known:
+                b.pin(t, node)
+            continue
+        RULES.get(node.op, _elementwise)(b, graph, node)
+    for t in tensors:
+        if graph.tensors[t].batch_axis is not None:
+            b.cut_around(t, graph.tensors[t].batch_axis, None)
+    every_terms = [*(t for t in targets.values() if t), *(_terms_of(n) for n in graph.nodes.values())]
+    for ref in (r for terms in every_terms for t in terms for r in _refs(t)):
+        if ref.tensor in tensors and graph.tensors[ref.tensor].shape[ref.axis] is None:
+            b.cut_around(ref.tensor, ref.axis, None)     # a size read at run time stays readable
+    groups = {t: b.groups(t) for t in tensors if graph.tensors[t].rank}
+    for t, g in groups.items():
+        _check_fits(graph, b, t, g)
+    groups = {t: g for t, g in groups.items() if len(g) < graph.tensors[t].rank}
+    _rewrite(graph, nodes, groups, targets)
+    return {"merged_wide_tensors": sum(1 for t in groups if not graph.tensors[t].is_constant)}
+
+
+def _own_constants(graph: Graph, node: Node) -> None:
+    """A constant beside a wide tensor may be reshaped with it: give the node its own copy."""
+    for slot, name in enumerate(node.inputs[:DATA_SLOTS.get(node.op, len(node.inputs))]):
+        t = graph.tensors.get(name)
+        if t is not None and t.is_constant and graph.use_count(name) > 1:
+            graph.replace_input(node, slot, graph.add_constant(name, t.value).name)
+
+
+def _check_fits(graph: Graph, b: Boundaries, t: str, groups: list[list[int]]) -> None:
+    tensor = graph.tensors[t]
+    count = len(groups) - (tensor.batch_axis is not None)
+    if count <= MAX_NCNN_RANK:
+        return
+    reasons = Counter(b.why[b.find((t, k))].name for k in range(tensor.rank - 1)
+                      if b.is_cut(t, k) and b.why[b.find((t, k))] is not None)
+    node = graph.nodes[reasons.most_common(1)[0][0]] if reasons else graph.producer(t) or graph.consumers(t)[0]
+    raise ConversionError(f"{node.describe()}: '{t}' of shape {list(tensor.shape)} needs {count} separate axes "
+                          f"(batch axis not counted; the nodes around it move, pick or broadcast them apart), "
+                          f"ncnn holds at most {MAX_NCNN_RANK}")
+
+
+# ---- terms: reshape targets and run-time sizes ------------------------------------------------------------
+def _refs(term: Term) -> list[Ref]:
+    if isinstance(term, Ref):
+        return [term]
+    if isinstance(term, Op):
+        return _refs(term.a) + _refs(term.b)
+    return []
+
+
+def _terms_of(node: Node) -> list[Term]:
+    terms = list(node.attrs.get(SHAPE_TERMS) or [])
+    sliced = node.attrs.get(SLICE_TERMS)
+    return terms + ([*sliced["starts"], *sliced["ends"]] if sliced else [])
+
+
+def _target_terms(graph: Graph, node: Node) -> list[Term] | None:
+    """The output shape of a Reshape-like node as terms over its input's extents (-1: inferred), or None."""
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if x.shape is None or out.shape is None:
+        return None
+    if SHAPE_TERMS in node.attrs:
+        return list(node.attrs[SHAPE_TERMS])
+    if None not in out.shape:
+        return [1 if i == out.batch_axis else int(d) for i, d in enumerate(out.shape)]
+    if node.op == "Reshape":
+        codes = graph.value(node.inputs[1]) if len(node.inputs) > 1 else None
+        if codes is None or node.attrs.get("allowzero", 0):
+            return None
+        return [extent(graph, x.name, i) if c == 0 else int(c) for i, c in enumerate(codes.reshape(-1).tolist())]
+    if node.op == "Flatten":
+        a = node.attrs.get("axis", 1) % (x.rank + 1) if x.rank else 0
+        outer, inner = 1, 1
+        for i in range(x.rank):
+            outer, inner = (op("*", outer, extent(graph, x.name, i)), inner) if i < a else \
+                (outer, op("*", inner, extent(graph, x.name, i)))
+        return [outer, inner]
+    axes = _squeeze_axes(graph, node, out.rank if node.op == "Unsqueeze" else x.rank)
+    if axes is None:
+        return None
+    if node.op == "Squeeze":
+        return [extent(graph, x.name, i) for i in range(x.rank) if i not in axes]
+    kept = iter(range(x.rank))
+    return [1 if i in axes else extent(graph, x.name, next(kept)) for i in range(out.rank)]
+
+
+def _squeeze_axes(graph: Graph, node: Node, rank: int) -> set[int] | None:
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.value(node.inputs[1])
+        axes = None if value is None else value.reshape(-1).tolist()
+    return None if axes is None else {int(a) % rank for a in axes}
+
+
+def _group_of(groups: list[list[int]], axis: int) -> int:
+    return next(k for k, g in enumerate(groups) if axis in g)
+
+
+def _remap(term: Term, graph: Graph, groups: dict[str, list[list[int]]]) -> Term:
+    """A term over the old axes, over the merged ones (a read axis is alone in its group, or known)."""
+    if isinstance(term, Op):
+        return Op(term.name, _remap(term.a, graph, groups), _remap(term.b, graph, groups))
+    if isinstance(term, Ref) and term.tensor in groups:
+        d = graph.tensors[term.tensor].shape[term.axis]
+        return int(d) if d is not None else Ref(term.tensor, _group_of(groups[term.tensor], term.axis))
+    return term
+
+
+# ---- rewriting ----------------------------------------------------------------------------------------------
+def _rewrite(graph: Graph, nodes: list[Node], groups: dict[str, list[list[int]]],
+             targets: dict[str, list[Term] | None]) -> None:
+    """Nodes first (they read the old shapes), then the run-time sizes elsewhere, then the tensors."""
+    reshaped = set()
+    for node in nodes:
+        touched = any(t in groups for t in _data_inputs(node) + node.outputs)
+        if touched and node.op in RESHAPES:
+            _rewrite_reshape(graph, node, groups, targets[node.name])
+            reshaped.add(node.name)
+        elif touched and node.op in AXIS_REWRITES:
+            AXIS_REWRITES[node.op](graph, node, groups)
+    for node in graph.nodes.values():
+        if node.name not in reshaped:
+            _remap_attrs(graph, node, groups)
+    for name, g in groups.items():
+        t = graph.tensors[name]
+        shape = tuple(_product(t.shape, grp) for grp in g)
+        if (name in graph.inputs or name in graph.outputs) and t.onnx_shape is None:
+            t.onnx_shape, t.onnx_batch_axis = t.shape, t.batch_axis
+        if t.is_constant:
+            t.value = t.value.reshape(shape)
+        t.shape = shape
+        t.batch_axis = None if t.batch_axis is None else _group_of(g, t.batch_axis)
+
+
+def _product(shape: Shape, axes: list[int]) -> int | None:
+    extents = [shape[i] for i in axes]
+    return None if None in extents else int(np.prod(extents, dtype=np.int64))
+
+
+def _remap_attrs(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    if SHAPE_TERMS in node.attrs:
+        node.attrs[SHAPE_TERMS] = [_remap(t, graph, groups) for t in node.attrs[SHAPE_TERMS]]
+    if SLICE_TERMS in node.attrs:
+        s = node.attrs[SLICE_TERMS]
+        node.attrs[SLICE_TERMS] = {**s, "starts": [_remap(t, graph, groups) for t in s["starts"]],
+                                   "ends": [_remap(t, graph, groups) for t in s["ends"]]}
+
+
+def _rewrite_reshape(graph: Graph, node: Node, groups: dict[str, list[list[int]]], terms: list[Term]) -> None:
+    """Any reshape is a Reshape over the merged axes: its target, one term per merged output axis."""
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    merged = []
+    for grp in groups.get(out.name) or [[i] for i in range(out.rank)]:
+        parts = [terms[i] for i in grp]
+        product: Term = 1
+        for p in parts:
+            product = op("*", product, p)
+        merged.append(-1 if -1 in [p for p in parts if isinstance(p, int)] else product)
+    merged = [_remap(t, graph, groups) for t in merged]
+    node.op, node.attrs = "Reshape", {}
+    if all(isinstance(t, int) for t in merged):
+        graph.set_inputs(node, [x.name, graph.add_constant(f"{out.name}_merged_shape", np.array(merged, np.int64)).name])
+    else:
+        node.attrs[SHAPE_TERMS] = merged
+        graph.set_inputs(node, [x.name, ""])
+        pin_refs(graph, node, merged)
+
+
+def _set_axis(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    """Gather, Split, Softmax: the axis of the data, as its merged axis."""
+    x = graph.tensors[node.inputs[0]]
+    axis = _softmax_axis(graph, node, x) if node.op == "Softmax" else node.attrs.get("axis", 0) % x.rank
+    node.attrs["axis"] = _group_of(groups.get(x.name) or [[i] for i in range(x.rank)], axis)
+
+
+def _set_perm(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    perm = _perm(node, x)
+    x_groups = groups.get(x.name) or [[i] for i in range(x.rank)]
+    out_groups = groups.get(out.name) or [[i] for i in range(out.rank)]
+    node.attrs["perm"] = [_group_of(x_groups, perm[g[0]]) for g in out_groups]
+
+
+def _set_slice_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    x = graph.tensors[node.inputs[0]]
+    x_groups = groups.get(x.name) or [[i] for i in range(x.rank)]
+    axes = [_group_of(x_groups, a) for a in _slice_axes(graph, node, x)]
+    if SLICE_TERMS in node.attrs:
+        node.attrs[SLICE_TERMS] = {**node.attrs[SLICE_TERMS], "axes": axes}
+    elif "starts" in node.attrs:
+        node.attrs["axes"] = axes
+    else:
+        inputs = (node.inputs + [""] * 5)[:5]
+        inputs[3] = graph.add_constant(f"{node.name}_merged_axes", np.array(axes, np.int64)).name
+        graph.set_inputs(node, [i for i in inputs[:4]] + ([inputs[4]] if inputs[4] else []))
+
+
+AXIS_REWRITES = {"Gather": _set_axis, "Split": _set_axis, "Softmax": _set_axis, "Transpose": _set_perm,
+                 "Slice": _set_slice_axes}
