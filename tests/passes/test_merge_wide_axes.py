@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from converter import ConversionError, convert
-from onnx_cases import assert_matches_reference, make_model, random_inputs, run_converted_in_ncnn, to_ncnn
+from onnx_cases import assert_matches_reference, assert_one_file_many_sizes, make_model, random_inputs, run_converted_in_ncnn, to_ncnn
 
 RNG = np.random.default_rng(0)
 
@@ -132,6 +132,33 @@ def gathered_mask(s=5, heads=2):
     (gathered_mask, 3)], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_wide_chain_is_merged_and_exact(tmp_path, build, merged):
     _check(build(), tmp_path, merged=merged)
+
+
+def swin_windows_any_size(win=2, c=3):
+    """The window partition and its reverse with H, W known only at run time: the targets come from
+    Shape -> Gather -> Div -> Concat, so they are ncnn expressions over the merged axes."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "i1"], ["h"], axis=0),
+        helper.make_node("Gather", ["shape", "i2"], ["w"], axis=0),
+        helper.make_node("Div", ["h", "win"], ["nh"]),
+        helper.make_node("Div", ["w", "win"], ["nw"]),
+        helper.make_node("Concat", ["one", "nh", "win", "nw", "win", "c"], ["part6"], axis=0),
+        helper.make_node("Reshape", ["x", "part6"], ["p6"]),
+        helper.make_node("Transpose", ["p6"], ["p6t"], perm=[0, 1, 3, 2, 4, 5]),
+        helper.make_node("Relu", ["p6t"], ["act"]),
+        helper.make_node("Concat", ["one", "nh", "nw", "win", "win", "c"], ["back6"], axis=0),
+        helper.make_node("Reshape", ["act", "back6"], ["r6"]),
+        helper.make_node("Transpose", ["r6"], ["r6t"], perm=[0, 1, 3, 2, 4, 5]),
+        helper.make_node("Reshape", ["r6t", "shape"], ["y"]),
+    ]
+    inits = [_const("i1", [1]), _const("i2", [2]), _const("win", [win]), _const("one", [1]), _const("c", [c])]
+    return make_model(nodes, [("x", [1, "H", "W", c])], [("y", None)], inits)
+
+
+def test_run_time_sizes_stay_expressions(tmp_path):
+    converted = assert_one_file_many_sizes(swin_windows_any_size(), tmp_path, [(4, 6), (8, 2)])
+    assert converted.stats["merged_wide_tensors"] == 5
 
 
 def test_five_axis_permutation_is_refused():
