@@ -24,6 +24,7 @@ from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
+from .split_wide_transposes import split_wide_transposes
 
 Pass = Callable[[Graph], dict]
 
@@ -49,6 +50,8 @@ PIPELINE: list[Pass] = [
     convert_batched_conv1d,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
+    split_wide_transposes,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,

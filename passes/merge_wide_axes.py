@@ -232,11 +232,11 @@ def merge_wide_axes(graph: Graph) -> dict:
         _own_constants(graph, node)
     b = Boundaries(graph)
     targets = {n.name: _target_terms(graph, n) for n in nodes if n.op in RESHAPES}
-    tensors: set[str] = set()
+    tensors: dict[str, None] = {}       # in node order, so a refusal names the first tensor that cannot fit
     for node in nodes:
         names = [t for t in _data_inputs(node) + node.outputs if t]
         known = [t for t in names if graph.tensors[t].shape is not None]
-        tensors.update(known)
+        tensors.update(dict.fromkeys(known))
         for t in known:
             if t not in wide and not graph.tensors[t].is_constant:
                 b.pin(t, node)          # computed tensors that fit keep their axes

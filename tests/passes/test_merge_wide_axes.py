@@ -161,14 +161,43 @@ def test_run_time_sizes_stay_expressions(tmp_path):
     assert converted.stats["merged_wide_tensors"] == 5
 
 
-def test_five_axis_permutation_is_refused():
-    """'b c (nh ph) (nw pw) -> b ph pw nh nw c': five axes that all change places."""
+def maxvit_grid(g=2, hg=3, wg=2, c=3):
+    """MaxViT's grid partition [B,g*Hg,g*Wg,C] -> [B,g,Hg,g,Wg,C] -> perm (0,2,4,1,3,5) -> [B*Hg*Wg,g*g,C]
+    moves five axis groups: two Permutes of at most four."""
+    nodes = [helper.make_node("Reshape", ["x", "grid6"], ["x6"]),
+             helper.make_node("Transpose", ["x6"], ["t6"], perm=[0, 2, 4, 1, 3, 5]),
+             helper.make_node("Reshape", ["t6", "cells"], ["y"])]
+    inits = [_const("grid6", [1, g, hg, g, wg, c]), _const("cells", [hg * wg, g * g, c])]
+    return make_model(nodes, [("x", [1, g * hg, g * wg, c])], [("y", [hg * wg, g * g, c])], inits)
+
+
+def einops_unfold(c=3, nh=2, p=2, nw=3):
+    """'b c (nh ph) (nw pw) -> b ph pw nh nw c' (einops in MobileViT ports): five groups move."""
     nodes = [helper.make_node("Reshape", ["x", "split6"], ["x6"]),
              helper.make_node("Transpose", ["x6"], ["t6"], perm=[0, 3, 5, 2, 4, 1]),
              helper.make_node("Reshape", ["t6", "patches"], ["y"])]
-    model = make_model(nodes, [("x", [1, 3, 4, 6])], [("y", [1, 4, 6, 3])],
-                       [_const("split6", [1, 3, 2, 2, 3, 2]), _const("patches", [1, 4, 6, 3])])
-    with pytest.raises(ConversionError, match=r"^Transpose node .*needs 5 separate axes"):
+    inits = [_const("split6", [1, c, nh, p, nw, p]), _const("patches", [1, p * p, nh * nw, c])]
+    return make_model(nodes, [("x", [1, c, nh * p, nw * p])], [("y", [1, p * p, nh * nw, c])], inits)
+
+
+@pytest.mark.parametrize("build", [maxvit_grid, einops_unfold], ids=lambda b: b.__name__)
+def test_five_group_permutation_takes_two_permutes(tmp_path, build):
+    converted = _check(build(), tmp_path)
+    assert converted.stats["transposes_split"] == 1
+    assert [n.op for n in converted.graph.topological()].count("Permute") == 2
+
+
+def test_five_axes_kept_apart_by_two_readers_are_refused():
+    """One 5-D tensor read by two Transposes that swap different pairs: together they keep all five
+    axes apart, and ncnn has no blob for that."""
+    nodes = [helper.make_node("Reshape", ["x", "split6"], ["x6"]),
+             helper.make_node("Transpose", ["x6"], ["a"], perm=[0, 2, 1, 3, 4, 5]),
+             helper.make_node("Transpose", ["x6"], ["b"], perm=[0, 1, 2, 4, 3, 5]),
+             helper.make_node("Reshape", ["a", "flat"], ["ya"]),
+             helper.make_node("Reshape", ["b", "flat"], ["yb"])]
+    model = make_model(nodes, [("x", [1, 6, 40])], [("ya", [1, 240]), ("yb", [1, 240])],
+                       [_const("split6", [1, 2, 3, 4, 5, 2]), _const("flat", [1, 240])])
+    with pytest.raises(ConversionError, match=r"^Transpose node .*'x6' of shape \[1, 2, 3, 4, 5, 2\] needs 5 separate"):
         convert(model)
 
 
