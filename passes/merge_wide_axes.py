@@ -276,9 +276,9 @@ def _check_fits(graph: Graph, b: Boundaries, t: str, groups: list[list[int]]) ->
     reasons = Counter(b.why[b.find((t, k))].name for k in range(tensor.rank - 1)
                       if b.is_cut(t, k) and b.why[b.find((t, k))] is not None)
     node = graph.nodes[reasons.most_common(1)[0][0]] if reasons else graph.producer(t) or graph.consumers(t)[0]
-    raise ConversionError(f"{node.describe()}: '{t}' of shape {list(tensor.shape)} needs {count} separate axes "
-                          f"(batch axis not counted; the nodes around it move, pick or broadcast them apart), "
-                          f"ncnn holds at most {MAX_NCNN_RANK}")
+    raise ConversionError(f"{node.describe()}: '{t}' would need {count} ncnn axes (shape {list(tensor.shape)}, "
+                          f"batch axis not counted; the nodes around it keep them apart); ncnn holds at most "
+                          f"{MAX_NCNN_RANK}")
 
 
 # ---- terms: reshape targets and run-time sizes ------------------------------------------------------------
@@ -401,7 +401,8 @@ def _rewrite_reshape(graph: Graph, node: Node, groups: dict[str, list[list[int]]
     merged = [_remap(t, graph, groups) for t in merged]
     node.op, node.attrs = "Reshape", {}
     if all(isinstance(t, int) for t in merged):
-        graph.set_inputs(node, [x.name, graph.add_constant(f"{out.name}_merged_shape", np.array(merged, np.int64)).name])
+        target = graph.add_constant(f"{out.name}_merged_shape", np.array(merged, np.int64))
+        graph.set_inputs(node, [x.name, target.name])
     else:
         node.attrs[SHAPE_TERMS] = merged
         graph.set_inputs(node, [x.name, ""])
