@@ -188,8 +188,8 @@ def _slice_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
 
 
 def _gather(b: Boundaries, g: Graph, node: Node) -> None:
-    """out = x[:a] + indices + x[a+1:]: the indices' axes may merge among themselves (a reshape of the
-    picked slices), never with x's."""
+    """out = x[:a] + indices + x[a+1:]: the lowering picks slices along x's axis a, then reshapes them to
+    the output (except for 1-D indices), so the output's axes may merge freely across the indices' ones."""
     x, idx, out = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     a, q = node.attrs.get("axis", 0) % x.rank, idx.rank
     b.cut_around(x.name, a, node)
@@ -199,8 +199,9 @@ def _gather(b: Boundaries, g: Graph, node: Node) -> None:
         b.union((idx.name, k), (out.name, a + k))
     for k in range(a + 1, x.rank - 1):
         b.union((x.name, k), (out.name, k - 1 + q))
-    b.cut(out.name, a - 1, node)
-    b.cut(out.name, a + q - 1, node)
+    if q == 1 or None in out.shape:     # the picked slices are the output as they are (1-D indices), or the
+        b.cut(out.name, a - 1, node)    # Reshape to the output copies unknown extents in place
+        b.cut(out.name, a + q - 1, node)
 
 
 def _matmul(b: Boundaries, g: Graph, node: Node) -> None:
@@ -230,16 +231,38 @@ def merge_wide_axes(graph: Graph) -> dict:
     nodes = [n for n in graph.topological() if n.name in touching]
     for node in nodes:
         _own_constants(graph, node)
-    b = Boundaries(graph)
     targets = {n.name: _target_terms(graph, n) for n in nodes if n.op in RESHAPES}
-    tensors: dict[str, None] = {}       # in node order, so a refusal names the first tensor that cannot fit
+    # first with the computed tensors that fit left as they are; if that cannot fit, they may merge too,
+    # through a Reshape to their own shape where something outside reads them (two walks at most)
+    b, groups = _plan(graph, nodes, wide, targets, keep_narrow=True)
+    if any(_misfit(graph, b, t, g) for t, g in groups.items()):
+        b, groups = _plan(graph, nodes, wide, targets, keep_narrow=False)
+    for t, g in groups.items():
+        why = _misfit(graph, b, t, g)
+        if why:
+            raise ConversionError(why)
+    groups = {t: g for t, g in groups.items() if len(g) < graph.tensors[t].rank}
+    reshapes = _decouple(graph, nodes, wide, groups)
+    _rewrite(graph, nodes, groups, targets)
+    return {"merged_wide_tensors": sum(1 for t in groups if t in wide), "wide_reshapes_added": reshapes}
+
+
+def _plan(graph: Graph, nodes: list[Node], wide: set[str], targets: dict, keep_narrow: bool
+          ) -> tuple[Boundaries, dict[str, list[list[int]]]]:
+    """Every boundary the nodes tie or cut; the groups of each tensor (in node order, so a refusal
+    names the first tensor that cannot fit)."""
+    b = Boundaries(graph)
+    tensors: dict[str, None] = {}
+    # a tensor beside the region only through reshapes never needs merging
+    tied = {t for n in nodes if n.op not in RESHAPES for t in _data_inputs(n) + n.outputs}
     for node in nodes:
         names = [t for t in _data_inputs(node) + node.outputs if t]
         known = [t for t in names if graph.tensors[t].shape is not None]
         tensors.update(dict.fromkeys(known))
         for t in known:
-            if t not in wide and not graph.tensors[t].is_constant:
-                b.pin(t, node)          # computed tensors that fit keep their axes
+            x = graph.tensors[t]
+            if t not in wide and not x.is_constant and (keep_narrow or None in x.shape or t not in tied):
+                b.pin(t, node)
         if not _supported(node) or len(known) < len(names) or targets.get(node.name, ()) is None:
             for t in known:
                 b.pin(t, node)
@@ -252,12 +275,50 @@ def merge_wide_axes(graph: Graph) -> dict:
     for ref in (r for terms in every_terms for t in terms for r in _refs(t)):
         if ref.tensor in tensors and graph.tensors[ref.tensor].shape[ref.axis] is None:
             b.cut_around(ref.tensor, ref.axis, None)     # a size read at run time stays readable
-    groups = {t: b.groups(t) for t in tensors if graph.tensors[t].rank}
-    for t, g in groups.items():
-        _check_fits(graph, b, t, g)
-    groups = {t: g for t, g in groups.items() if len(g) < graph.tensors[t].rank}
-    _rewrite(graph, nodes, groups, targets)
-    return {"merged_wide_tensors": sum(1 for t in groups if not graph.tensors[t].is_constant)}
+    return b, {t: b.groups(t) for t in tensors if graph.tensors[t].rank}
+
+
+def _decouple(graph: Graph, nodes: list[Node], wide: set[str], groups: dict[str, list[list[int]]]) -> int:
+    """A merged tensor that fits anyway and that something outside the region reads or writes: the
+    region gets its own copy of it, joined to it by a Reshape."""
+    inside = {n.name for n in nodes}
+    added = 0
+    for name in [t for t in groups if t not in wide and not graph.tensors[t].is_constant]:
+        t, producer = graph.tensors[name], graph.producer(name)
+        outside_writes = producer is None or producer.name not in inside
+        outside_reads = name in graph.outputs or any(
+            n.name not in inside or name not in _data_inputs(n) for n in graph.consumers(name))
+        if not (outside_writes or outside_reads):
+            continue
+        copy = graph.add_tensor(Tensor(graph.fresh_name(f"{name}_merged"), t.shape, t.dtype, batch_axis=t.batch_axis))
+        groups[copy.name] = groups.pop(name)
+        for node in {n.name: n for n in graph.consumers(name) if n.name in inside}.values():
+            for slot, i in enumerate(node.inputs):
+                if i == name and slot < DATA_SLOTS.get(node.op, len(node.inputs)):
+                    graph.replace_input(node, slot, copy.name)
+        if not outside_writes:
+            graph.remove_node(producer)
+            producer.outputs = [copy.name if o == name else o for o in producer.outputs]
+            graph.add_node(producer)
+        source, target = (name, copy) if outside_writes else (copy.name, t)
+        extents = [_product(t.shape, g) for g in groups[copy.name]] if outside_writes else list(t.shape)
+        shape = graph.add_constant(f"{target.name}_shape", np.array(extents, np.int64)).name
+        graph.add_node(Node(graph.fresh_name(f"{name}_regroup"), "Reshape", [source, shape], [target.name],
+                            origin=(producer.origin or producer.name) if producer else name))
+        added += 1
+    return added
+
+
+def _misfit(graph: Graph, b: Boundaries, t: str, groups: list[list[int]]) -> str | None:
+    tensor = graph.tensors[t]
+    count = len(groups) - (tensor.batch_axis is not None)
+    if count <= MAX_NCNN_RANK:
+        return None
+    reasons = Counter(b.why[b.find((t, k))].name for k in range(tensor.rank - 1)
+                      if b.is_cut(t, k) and b.why[b.find((t, k))] is not None)
+    node = graph.nodes[reasons.most_common(1)[0][0]] if reasons else graph.producer(t) or graph.consumers(t)[0]
+    return (f"{node.describe()}: '{t}' would need {count} ncnn axes (shape {list(tensor.shape)}, batch axis not "
+            f"counted; the nodes around it keep them apart); ncnn holds at most {MAX_NCNN_RANK}")
 
 
 def _own_constants(graph: Graph, node: Node) -> None:
@@ -266,19 +327,6 @@ def _own_constants(graph: Graph, node: Node) -> None:
         t = graph.tensors.get(name)
         if t is not None and t.is_constant and graph.use_count(name) > 1:
             graph.replace_input(node, slot, graph.add_constant(name, t.value).name)
-
-
-def _check_fits(graph: Graph, b: Boundaries, t: str, groups: list[list[int]]) -> None:
-    tensor = graph.tensors[t]
-    count = len(groups) - (tensor.batch_axis is not None)
-    if count <= MAX_NCNN_RANK:
-        return
-    reasons = Counter(b.why[b.find((t, k))].name for k in range(tensor.rank - 1)
-                      if b.is_cut(t, k) and b.why[b.find((t, k))] is not None)
-    node = graph.nodes[reasons.most_common(1)[0][0]] if reasons else graph.producer(t) or graph.consumers(t)[0]
-    raise ConversionError(f"{node.describe()}: '{t}' would need {count} ncnn axes (shape {list(tensor.shape)}, "
-                          f"batch axis not counted; the nodes around it keep them apart); ncnn holds at most "
-                          f"{MAX_NCNN_RANK}")
 
 
 # ---- terms: reshape targets and run-time sizes ------------------------------------------------------------
@@ -363,9 +411,14 @@ def _rewrite(graph: Graph, nodes: list[Node], groups: dict[str, list[list[int]]]
     for node in graph.nodes.values():
         if node.name not in reshaped:
             _remap_attrs(graph, node, groups)
+    # the lowering writes the picked slices as they are for 1-D indices: indices that were not 1-D keep
+    # two axes, so their Reshape to the (merged) output stays
+    indices = {n.inputs[1] for n in nodes if n.op == "Gather"}
     for name, g in groups.items():
         t = graph.tensors[name]
         shape = tuple(_product(t.shape, grp) for grp in g)
+        if name in indices and len(shape) == 1:
+            shape = (1, *shape)
         if (name in graph.inputs or name in graph.outputs) and t.onnx_shape is None:
             t.onnx_shape, t.onnx_batch_axis = t.shape, t.batch_axis
         if t.is_constant:

@@ -32,11 +32,12 @@ def _groups(order: list[int], batch: int | None) -> int:
     return count
 
 
-def _units(perm: list[int]) -> list[list[int]]:
-    """The input's axes in runs that the permutation keeps together and in order, input order."""
+def _units(perm: list[int], batch: int | None) -> list[list[int]]:
+    """The input's axes in runs that the permutation keeps together and in order, input order; the batch
+    axis is a run of its own (ncnn drops it)."""
     runs = [[perm[0]]]
     for p in perm[1:]:
-        if p == runs[-1][-1] + 1:
+        if p == runs[-1][-1] + 1 and batch not in (p, p - 1):
             runs[-1].append(p)
         else:
             runs.append([p])
@@ -60,7 +61,7 @@ def _split(graph: Graph, node: Node) -> bool:
     if x.shape is None or None in x.shape or out.shape is None:
         return False
     perm = [int(p) for p in node.attrs.get("perm") or reversed(range(x.rank))]
-    units = _units(perm)
+    units = _units(perm, x.batch_axis)
     unit_of = {axes[0]: k for k, axes in enumerate(units)}
     target = [unit_of[p] for p in perm if p in unit_of]
     batch = next((k for k, axes in enumerate(units) if x.batch_axis in axes), None)

@@ -128,9 +128,42 @@ def gathered_mask(s=5, heads=2):
     return make_model(nodes, [("mask", [1, s]), ("scores", [1, heads, s, s])], [("y", [1, heads, s, s])], inits)
 
 
+def channel_shuffle_pick(c=24, h=5, w=6):
+    """ShuffleNetV2's shuffle then a pick of each half: [1,C,H,W] -> [C/2,2,HW] -> Transpose -> [2,1,C/2,H,W]
+    -> Gather 0 / 1. The picked halves fit as [1,C/2,H,W] only if they merge like their source: a
+    Reshape gives them back their own shape for the Relu."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "pairs"], ["p"]),
+        helper.make_node("Transpose", ["p"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["t", "halves"], ["h5"]),
+        helper.make_node("Gather", ["h5", "i0"], ["a"], axis=0),
+        helper.make_node("Gather", ["h5", "i1"], ["b"], axis=0),
+        helper.make_node("Relu", ["a"], ["ya"]),
+        helper.make_node("Sigmoid", ["b"], ["yb"]),
+    ]
+    inits = [_const("pairs", [c // 2, 2, h * w]), _const("halves", [2, 1, c // 2, h, w]), _const("i0", 0),
+             _const("i1", 1)]
+    return make_model(nodes, [("x", [1, c, h, w])], [("ya", [1, c // 2, h, w]), ("yb", [1, c // 2, h, w])], inits)
+
+
+def unfold_gathers(c=2, size=6, k=3):
+    """torch's F.unfold as exported: Gather rows [k, L], then columns [k, L] (6-D), Transpose, Reshape
+    to [1, C*k*k, L*L]."""
+    n = size - k + 1
+    idx = np.arange(k)[:, None] + np.arange(n)[None, :]
+    nodes = [
+        helper.make_node("Gather", ["x", "rows"], ["r5"], axis=2),
+        helper.make_node("Gather", ["r5", "cols"], ["c6"], axis=4),
+        helper.make_node("Transpose", ["c6"], ["t6"], perm=[0, 1, 2, 4, 3, 5]),
+        helper.make_node("Reshape", ["t6", "flat"], ["y"]),
+    ]
+    inits = [_const("rows", idx), _const("cols", idx), _const("flat", [1, c * k * k, n * n])]
+    return make_model(nodes, [("x", [1, c, size, size])], [("y", [1, c * k * k, n * n])], inits)
+
+
 @pytest.mark.parametrize("build, merged", [
     (mha_unsqueeze, 2), (swin_windows, 4), (swin_mask, 2), (mobilevit_unfold, 2),
-    (gathered_mask, 3)], ids=lambda v: getattr(v, "__name__", str(v)))
+    (gathered_mask, 3), (channel_shuffle_pick, 1), (unfold_gathers, 2)], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_wide_chain_is_merged_and_exact(tmp_path, build, merged):
     _check(build(), tmp_path, merged=merged)
 
@@ -155,6 +188,11 @@ def swin_windows_any_size(win=2, c=3):
     ]
     inits = [_const("i1", [1]), _const("i2", [2]), _const("win", [win]), _const("one", [1]), _const("c", [c])]
     return make_model(nodes, [("x", [1, "H", "W", c])], [("y", None)], inits)
+
+
+def test_picked_halves_get_their_shape_back(tmp_path):
+    converted = _check(channel_shuffle_pick(), tmp_path)
+    assert converted.stats["wide_reshapes_added"] == 2
 
 
 def test_run_time_sizes_stay_expressions(tmp_path):
