@@ -161,9 +161,52 @@ def unfold_gathers(c=2, size=6, k=3):
     return make_model(nodes, [("x", [1, c, size, size])], [("y", [1, c * k * k, n * n])], inits)
 
 
+def mobilevit_block(c=4, h=4, w=4, p=2, heads=2):
+    """timm's MobileViT block: unfold [1,C,H,W] into [P, N, C] patches (the batch folds into other axes),
+    attention with a 5-D qkv, fold back to [1,C,H,W] for a Conv: the literal 1 leading the fold's
+    Reshape target is the batch axis again (converter/batch_axis.py), so the Conv runs."""
+    nh, nw, n, patch = h // p, w // p, (h // p) * (w // p), p * p
+    hd = c // heads
+    conv = lambda name, x, y: helper.make_node("Conv", [x, name], [y])   # noqa: E731
+    nodes = [
+        conv("w_in", "x", "f"),
+        helper.make_node("Reshape", ["f", "rows"], ["f4"]),
+        helper.make_node("Transpose", ["f4"], ["f4t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["f4t", "bcnp"], ["bcnp_"]),
+        helper.make_node("Transpose", ["bcnp_"], ["bpnc"], perm=[0, 3, 2, 1]),
+        helper.make_node("Reshape", ["bpnc", "pnc"], ["tokens"]),
+        helper.make_node("MatMul", ["tokens", "w_qkv"], ["qkv"]),
+        helper.make_node("Reshape", ["qkv", "qkv5"], ["q5"]),
+        helper.make_node("Transpose", ["q5"], ["q5t"], perm=[2, 0, 3, 1, 4]),
+        helper.make_node("Gather", ["q5t", "i0"], ["q"], axis=0),
+        helper.make_node("Gather", ["q5t", "i1"], ["k"], axis=0),
+        helper.make_node("Gather", ["q5t", "i2"], ["v"], axis=0),
+        helper.make_node("Transpose", ["k"], ["kT"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kT"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["attn"], axis=-1),
+        helper.make_node("MatMul", ["attn", "v"], ["ctx"]),
+        helper.make_node("Transpose", ["ctx"], ["ctxT"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctxT", "pnc"], ["out_tokens"]),
+        helper.make_node("Reshape", ["out_tokens", "bpnc_shape"], ["back4"]),
+        helper.make_node("Transpose", ["back4"], ["back4t"], perm=[0, 3, 2, 1]),
+        helper.make_node("Reshape", ["back4t", "rows"], ["g4"]),
+        helper.make_node("Transpose", ["g4"], ["g4t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["g4t", "image"], ["img"]),
+        conv("w_out", "img", "y"),
+    ]
+    inits = [("w_in", RNG.uniform(-1, 1, (c, c, 1, 1)).astype(np.float32)),
+             ("w_out", RNG.uniform(-1, 1, (c, c, 1, 1)).astype(np.float32)),
+             ("w_qkv", RNG.uniform(-0.5, 0.5, (c, 3 * c)).astype(np.float32)),
+             _const("rows", [c * nh, p, nw, p]), _const("bcnp", [1, c, n, patch]), _const("pnc", [patch, n, c]),
+             _const("qkv5", [patch, n, 3, heads, hd]), _const("i0", 0), _const("i1", 1), _const("i2", 2),
+             _const("bpnc_shape", [1, patch, n, c]), _const("image", [1, c, h, w])]
+    return make_model(nodes, [("x", [1, c, h, w])], [("y", [1, c, h, w])], inits)
+
+
 @pytest.mark.parametrize("build, merged", [
     (mha_unsqueeze, 2), (swin_windows, 4), (swin_mask, 2), (mobilevit_unfold, 2),
-    (gathered_mask, 3), (channel_shuffle_pick, 1), (unfold_gathers, 2)], ids=lambda v: getattr(v, "__name__", str(v)))
+    (gathered_mask, 3), (channel_shuffle_pick, 1), (unfold_gathers, 2),
+    (mobilevit_block, 4)], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_wide_chain_is_merged_and_exact(tmp_path, build, merged):
     _check(build(), tmp_path, merged=merged)
 
