@@ -73,7 +73,7 @@ def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
     x = _first(graph, node)
     if not out.rank:
         return None
-    if x.batch_axis is None and _image_again(graph, node, x, out):
+    if x.batch_axis is None and _batch_folded_back(graph, node, x, out):
         return 0
     if x.batch_axis != 0:
         return None
@@ -86,7 +86,7 @@ def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
     return _extent_one(out, 0)
 
 
-def _image_again(graph: Graph, node: Node, x: Tensor, out: Tensor) -> bool:
+def _batch_folded_back(graph: Graph, node: Node, x: Tensor, out: Tensor) -> bool:
     """A computed tensor without a batch axis reshaped to a constant target that starts with a literal 1
     and has 3+ axes: the batch folded into other axes (MobileViT's [B*P, N, C] patches) is back."""
     target = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None

@@ -24,14 +24,12 @@ from collections import Counter
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
-from converter.ncnn_layers import MAX_NCNN_RANK
+from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.op_groups import ELEMENTWISE
 from converter.symbolic import REFS, Op, Ref, Term, extent, op, pin_refs
 
 from .express_shapes import SHAPE_TERMS, SLICE_TERMS
-from .merge_broadcast_axes import ELEMENTWISE
 
-BROADCASTING = ELEMENTWISE | {"Where", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
-                              "Xor", "Not", "Cast", "Softplus", "Gelu", "Mod", "PRelu"}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 # the input slots that carry data (the rest are shapes, axes, sizes: constants the rewrite replaces)
 DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpose": 1, "Split": 1, "Slice": 1,
@@ -46,7 +44,7 @@ def _data_inputs(node: Node) -> list[str]:
 
 
 def _supported(node: Node) -> bool:
-    return not node.ncnn and (node.op in BROADCASTING or node.op in DATA_SLOTS)
+    return not node.ncnn and (node.op in ELEMENTWISE or node.op in DATA_SLOTS)
 
 
 class Boundaries:
