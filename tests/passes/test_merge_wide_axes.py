@@ -87,8 +87,8 @@ def swin_windows(h=4, w=6, win=2, c=3):
 
 
 def swin_mask(nw=4, heads=2, n=3):
-    """Swin's shifted-window mask: attn [B*nW,h,N,N] viewed 5-D [B,nW,h,N,N] plus a constant
-    [1,nW,1,N,N], then viewed back and normalized."""
+    """Swin's shifted-window mask: attn [B*nW,h,N,N] viewed 5-D [-1,nW,h,N,N] (B from the size, so no
+    batch axis) plus a constant [1,nW,1,N,N], then viewed back and normalized."""
     mask = RNG.uniform(-1, 0, (1, nw, 1, n, n)).astype(np.float32)
     nodes = [
         helper.make_node("Reshape", ["a", "view5"], ["a5"]),
@@ -96,7 +96,7 @@ def swin_mask(nw=4, heads=2, n=3):
         helper.make_node("Reshape", ["m5", "view4"], ["m4"]),
         helper.make_node("Softmax", ["m4"], ["y"], axis=-1),
     ]
-    inits = [_const("view5", [1, nw, heads, n, n]), ("mask", mask), _const("view4", [-1, heads, n, n])]
+    inits = [_const("view5", [-1, nw, heads, n, n]), ("mask", mask), _const("view4", [-1, heads, n, n])]
     return make_model(nodes, [("a", [nw, heads, n, n])], [("y", [nw, heads, n, n])], inits)
 
 
