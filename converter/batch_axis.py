@@ -11,6 +11,7 @@ from typing import Callable
 from .einsum_equation import parse_equation
 from .ir import Graph, Node, Tensor
 from .op_groups import BROADCASTING
+from .symbolic import SHAPE_TERMS
 
 Rule = Callable[[Graph, Node, Tensor], "int | None"]
 RULES: dict[str, Rule] = {}
@@ -71,15 +72,27 @@ def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
     """The batch axis survives a reshape only as the leading extent-1 axis. A target known only
     as run-time terms (passes/express_shapes.py) says itself whether its first extent is 1."""
     x = _first(graph, node)
-    if x.batch_axis != 0 or not out.rank:
+    if not out.rank:
         return None
-    terms = node.attrs.get("_shape_terms")
+    if x.batch_axis is None and _batch_folded_back(graph, node, x, out):
+        return 0
+    if x.batch_axis != 0:
+        return None
+    terms = node.attrs.get(SHAPE_TERMS)
     if terms is not None:
         return 0 if terms[0] == 1 else None
     target = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     if out.shape[0] is None and target is not None and target.size and int(target.reshape(-1)[0]) == -1:
         return None     # a leading -1 that absorbs run-time sizes (flattening [1, 1, T]) is no batch
     return _extent_one(out, 0)
+
+
+def _batch_folded_back(graph: Graph, node: Node, x: Tensor, out: Tensor) -> bool:
+    """A computed tensor without a batch axis reshaped to a constant target that starts with a literal 1
+    and has 3+ axes: the batch folded into other axes (MobileViT's [B*P, N, C] patches) is back."""
+    target = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    return (not x.is_constant and (out.rank or 0) >= 3 and target is not None and target.size > 0
+            and int(target.reshape(-1)[0]) == 1)
 
 
 @rule("Flatten")

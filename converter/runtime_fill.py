@@ -17,9 +17,8 @@ import numpy as np
 from onnx import numpy_helper
 
 from .ir import Graph, Node, Tensor
-from .symbolic import Term, known_value, op, pin_refs
+from .symbolic import SHAPE_TERMS, Term, known_value, op, pin_refs
 
-SHAPE_TERMS = "_shape_terms"      # node attribute: the output's shape as terms
 FILL_VALUE = "_fill_value"        # node attribute of a rewritten ConstantOfShape: its float value
 
 

@@ -72,6 +72,8 @@ def refs(term: Term) -> list[Ref]:
 
 
 REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
+SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape or fill: its target/shape terms
+SLICE_TERMS = "_slice_terms"    # node attribute of an expressed Slice: starts, ends (terms), axes
 
 
 def pin_refs(graph: Graph, node: Node, terms: list[Term]) -> None:

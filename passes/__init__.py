@@ -24,6 +24,8 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .merge_wide_axes import merge_wide_axes
+from .split_wide_transposes import split_wide_transposes
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 
 Pass = Callable[[Graph], dict]
@@ -54,6 +56,11 @@ PIPELINE: list[Pass] = [
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
+    split_wide_transposes,
+    # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
+    # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
+    merge_wide_axes,
     lower_onnx,
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims

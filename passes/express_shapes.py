@@ -18,7 +18,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.runtime_fill import express_expand, express_fill, express_range
-from converter.symbolic import Term, extent, known_value, op, pin_refs
+from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, known_value, op, pin_refs
 
 from .infer_shapes import infer_shapes
 
@@ -26,8 +26,6 @@ from .infer_shapes import infer_shapes
 # follow chains of such blocks (a transformer layer each); each round is one linear walk
 MAX_ROUNDS = 64
 
-SHAPE_TERMS = "_shape_terms"       # node attribute of an expressed Reshape: its target terms
-SLICE_TERMS = "_slice_terms"       # node attribute of an expressed Slice: starts, ends (terms), axes
 BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
 PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
 # ops that keep integer-valued floats integers (a size cast to float for Range); not Div

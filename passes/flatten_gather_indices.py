@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.symbolic import SHAPE_TERMS
 
 
 def _reads_only_elements(graph: Graph, reader: Node) -> bool:
     """A Reshape whose target does not copy extents from its input's shape."""
-    if reader.op != "Reshape" or reader.ncnn or "_shape_terms" in reader.attrs or len(reader.inputs) < 2:
+    if reader.op != "Reshape" or reader.ncnn or SHAPE_TERMS in reader.attrs or len(reader.inputs) < 2:
         return False
     target = graph.value(reader.inputs[1])
     return target is not None and (reader.attrs.get("allowzero", 0) or not np.any(target == 0))

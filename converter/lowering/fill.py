@@ -12,8 +12,8 @@ import numpy as np
 
 from ..expression import expression_list
 from ..ir import Graph, Node
-from ..runtime_fill import FILL_VALUE, SHAPE_TERMS
-from ..symbolic import Renderer, known_value
+from ..runtime_fill import FILL_VALUE
+from ..symbolic import SHAPE_TERMS, Renderer, known_value
 from . import lowers
 from .common import depends_on, fail, layer, new_tensor, reshape_layer
 

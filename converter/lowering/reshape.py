@@ -11,7 +11,7 @@ import numpy as np
 
 from ..expression import expression_list
 from ..ir import Graph, Node, Shape, Tensor
-from ..symbolic import Renderer, extent, op
+from ..symbolic import SHAPE_TERMS, Renderer, extent, op
 from . import lowers
 from .common import constant, fail, layer, ncnn_pairs, optional_constant, reshape_layer, reshape_to
 
@@ -95,8 +95,8 @@ def expressed_reshape(graph: Graph, node: Node, terms: list, x_name: str | None 
 @lowers("Reshape")
 def reshape(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if "_shape_terms" in node.attrs:
-        return [expressed_reshape(graph, node, node.attrs["_shape_terms"])]
+    if SHAPE_TERMS in node.attrs:
+        return [expressed_reshape(graph, node, node.attrs[SHAPE_TERMS])]
     codes = _shape_input(graph, node)
     if node.attrs.get("allowzero", 0) and 0 in codes:
         raise fail(node, graph, f"shape {codes} with allowzero=1 makes an empty tensor, which ncnn cannot hold")
