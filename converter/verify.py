@@ -278,6 +278,11 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     fixes inputs to constants, as convert does."""
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if backend != "interp":
+        from .ncnn_runtime import available
+        if not available():     # an optional dependency the user has not installed, not a bug of ours
+            raise ConversionError(f"--backend {backend} needs the real ncnn runtime, which is not "
+                                  f"installed: pip install ncnn (or use --backend interp)")
     progress = progress or (lambda stage: None)
     progress("converting")
     proto = prepare_model(model, input_shapes, input_values=input_values)   # fixed values become initializers
