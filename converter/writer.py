@@ -126,14 +126,23 @@ def bin_bytes(graph: Graph, fp16: bool = False) -> bytes:
     return b"".join(weight_bytes(n, fp16) for n in graph.topological())
 
 
+def _new_file_mode() -> int:
+    """The mode open() would give a new file under the user's umask (mkstemp's is 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomically(files: dict[Path, bytes]) -> None:
     """Write all files or none: each goes to a temp file first, renamed once all are written."""
     temps: list[tuple[str, Path]] = []
+    mode = _new_file_mode()
     try:
         for path, data in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
             temps.append((tmp, path))
+            os.fchmod(fd, mode)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         for tmp, path in temps:
