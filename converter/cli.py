@@ -123,7 +123,9 @@ class Progress:
 
 def cmd_verify(args) -> int:
     from .verify import verify
-    from .verify_report import text_table, write_report
+    from .verify_report import check_report_path, text_table, write_report
+    if args.report:
+        check_report_path(args.report)
     progress = Progress()
     try:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),

@@ -86,6 +86,8 @@ class VerifyReport:
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
     layers: list[LayerRow] = field(default_factory=list)
+    rtol: float | None = None
+    atol: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -294,7 +296,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
-                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0))
+                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0), rtol=rtol, atol=atol)
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
