@@ -64,7 +64,11 @@ class NcnnModel:
             cache["to_tensor"] = {blob: tensor for tensor, blob in cache["names"].blob.items()}
             cache["to_tensor"].update({t: t for t in self.graph.tensors})
         to_tensor, to_blob = cache["to_tensor"], cache["names"].blob
-        unknown = [k for k in list(feeds) + list(outputs or []) if k not in to_tensor]
+        unknown = [k for k in feeds if k not in to_tensor]
+        if unknown:
+            raise KeyError(f"unknown input(s) {', '.join(unknown)}; the model's inputs are "
+                           f"{', '.join(to_blob[i] for i in self.graph.inputs)}")
+        unknown = [k for k in outputs or [] if k not in to_tensor]
         if unknown:
             raise KeyError(f"unknown blob(s) {', '.join(unknown)}")
         wanted = tuple(to_tensor[o] for o in outputs) if outputs is not None else None

@@ -20,7 +20,17 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}")
+        # main() prints "onnx2ncnn: error: "; a subcommand's name follows it, the program's does not
+        command = self.prog.removeprefix("onnx2ncnn").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("onnx2ncnn")
+    except PackageNotFoundError:        # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def parse_dims(text: str) -> tuple[str, list[int]]:
@@ -69,12 +79,21 @@ def cmd_convert(args) -> int:
         print(json.dumps({"param": str(param), "bin": str(bin_), "layers": len(model.graph.nodes),
                           "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
         return EXIT_OK
-    print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers, "
-          f"{model.stats.get('reshapes_inserted', 0)} broadcast reshapes inserted")
+    print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
     for entry in io["inputs"] + io["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
     return EXIT_OK
+
+
+def broadcast_summary(stats: dict) -> str:
+    """What the broadcast pass changed: constants it laid out anew (MemoryData dims, no layer)
+    and Reshape layers it inserted before computed operands."""
+    relaid, inserted = stats.get("constants_relaid", 0), stats.get("reshapes_inserted", 0)
+    if not relaid and not inserted:
+        return "broadcasts: nothing to fix (ncnn's rule already gives numpy's result)"
+    return (f"broadcasts fixed: {relaid} constant(s) laid out anew, "
+            f"{inserted} Reshape layer(s) inserted")
 
 
 def _npy_inputs(items: list[str] | None) -> dict[str, np.ndarray]:
@@ -141,7 +160,7 @@ def cmd_verify(args) -> int:
         print(json.dumps(report.to_json()))
     else:
         shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
-        print(f"inputs: {shapes}; {report.reshapes_inserted} broadcast reshapes inserted")
+        print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
         for o in report.outputs:
             status = "ok  " if o.passed else "FAIL"
             figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
@@ -172,48 +191,63 @@ def cmd_run(args) -> int:
 
 VALUE_HELP = ("make an input a constant, e.g. sr=16000 (repeatable): the converted model has no such "
               "input, and Ifs on it keep only the branch taken")
+SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dynamic (repeatable; "
+              "default: a dynamic leading dim is 1, the others stay dynamic)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
+    parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     conv = sub.add_parser("convert", help="write MODEL as ncnn .param/.bin")
-    conv.add_argument("model")
+    conv.add_argument("model", help="the .onnx file")
     conv.add_argument("-o", "--output-dir", help="output folder (default: beside the model)")
-    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
-                      help="fix an input's shape, e.g. input=1,3,224,224 (repeatable)")
+    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
-    conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows")
-    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result")
+    conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows "
+                      "(default: float32)")
+    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result "
+                      "(default: a summary line)")
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
-    ver.add_argument("model")
-    ver.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input array (repeatable)")
-    ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS")
+    ver.add_argument("model", help="the .onnx file")
+    ver.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                     help="an input array (repeatable; default: seeded random inputs)")
+    ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
-    ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    ver.add_argument("--rtol", type=float, default=1e-3)
-    ver.add_argument("--atol", type=float, default=1e-4)
-    ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp")
+    ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default: 0)")
+    ver.add_argument("--rtol", type=float, default=1e-3,
+                     help="relative tolerance: pass where |got - ort| <= atol + rtol*|ort| (default: 1e-3)")
+    ver.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default: 1e-4)")
+    ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp",
+                     help="interp: the numpy interpreter with ncnn's semantics; ncnn: the real runtime "
+                     "(pip install ncnn); both (default: interp)")
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
-    ver.add_argument("--json", action="store_true")
+    ver.add_argument("--json", action="store_true", help="print the report as one JSON object "
+                     "(default: a table)")
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
-    run.add_argument("param")
-    run.add_argument("bin")
-    run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True)
-    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs")
+    run.add_argument("param", help="the .param file")
+    run.add_argument("bin", help="the .bin file")
+    run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True,
+                     help="an input array (repeatable)")
+    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "
+                     "their shapes and means)")
     run.set_defaults(func=cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     import warnings
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:                  # a first try without arguments: show what there is to run
+        print(build_parser().format_help(), file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         args = build_parser().parse_args(argv)
         with warnings.catch_warnings(), np.errstate(all="ignore"):

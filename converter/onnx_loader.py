@@ -10,6 +10,7 @@ import onnx
 from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
 
 from .batch_axis import assign_batch_axes
+from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
@@ -26,6 +27,11 @@ def read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:
+        cut = truncated_at(path.read_bytes())
+        if cut is not None:
+            raise ConversionError(f"cannot read model {path}: the file is truncated ({path.stat().st_size} "
+                                  f"bytes; the model field at byte {cut} runs past the end): copy or "
+                                  f"download it again") from None
         raise ConversionError(f"cannot read model {path}: not a valid ONNX file ({_first_line(exc)})")
     folder = path.resolve().parent
     for tensor in external_data_helper._get_all_tensors(proto):

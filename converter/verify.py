@@ -85,12 +85,17 @@ class VerifyReport:
     outputs: list[OutputCheck] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
+    constants_relaid: int = 0
     layers: list[LayerRow] = field(default_factory=list)
     rtol: float | None = None
     atol: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def broadcast_stats(self) -> dict:
+        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid}
 
 
 def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int) -> dict:
@@ -296,7 +301,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
-                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0), rtol=rtol, atol=atol)
+                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
+                          constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol)
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
