@@ -9,6 +9,7 @@ import numpy as np
 
 from .int_inputs import ncnn_dtype
 from .ir import Graph
+from .layout import LAYOUTS, declared_inputs, read_sidecar, sidecar_bytes, sidecar_path, to_ncnn, to_onnx
 from .onnx_loader import load_onnx
 from .writer import NcnnNames, ncnn_names, save
 
@@ -18,6 +19,8 @@ class NcnnModel:
     """An ncnn graph (converted or read from files) with its blob names."""
     graph: Graph
     stats: dict = field(default_factory=dict)
+    # for files read back: the io record written beside them (converter/layout.py), else None
+    record: dict | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -34,6 +37,8 @@ class NcnnModel:
     def io(self) -> dict[str, list[dict]]:
         """Inputs and outputs: ONNX name, ncnn blob, shapes, the dropped batch axis, and the
         dtype ncnn takes or gives: 'int32' bits for an Embed's word indices, else 'float32'."""
+        if self.record is not None:
+            return self.record
         names = self.names.blob
 
         def entry(name: str) -> dict:
@@ -47,17 +52,39 @@ class NcnnModel:
         return {"inputs": [entry(n) for n in self.graph.inputs],
                 "outputs": [entry(n) for n in self.graph.outputs]}
 
-    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False) -> None:
-        save(self.graph, param_path, bin_path, fp16=fp16)
+    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
+             extra: dict | None = None) -> None:
+        """Write .param/.bin, the io sidecar beside them (`<param stem>.json`: what lets
+        load_ncnn(...).run take ONNX-shaped arrays) and `extra` {path: bytes}, all or none."""
+        files = {sidecar_path(param_path): sidecar_bytes(self.io()), **(extra or {})}
+        save(self.graph, param_path, bin_path, fp16=fp16, extra=files)
 
-    def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> dict[str, np.ndarray]:
+    def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None,
+            layout: str = "onnx") -> dict[str, np.ndarray]:
         """Run in the ncnn-semantics interpreter.
 
-        Names are ncnn blob names (a converted model's ONNX names, or their
-        sanitized form); arrays are in ncnn order without the batch axis. The
-        first run for a set of feeds and outputs compiles an execution plan that
+        Names are ONNX names or ncnn blob names (their sanitized form). With layout 'onnx'
+        arrays go in and come out as the ONNX model takes and gives them (the batch axis
+        ncnn drops is dropped and restored here); with 'ncnn' they are ncnn Mats in numpy
+        order. The first run for a set of feeds and outputs compiles an execution plan that
         later runs reuse, until the graph's wiring changes.
         """
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        io = self.io()
+        entries = {name: e for e in io["inputs"] + io["outputs"] for name in (e["onnx"], e["ncnn"])}
+        blob = lambda k: entries[k]["ncnn"] if k in entries else k  # noqa: E731
+        if outputs is None and self.record is not None and self.record["outputs"]:
+            outputs = [e["ncnn"] for e in self.record["outputs"]]   # not blobs the file leaves unused
+        feeds = {blob(k): to_ncnn(v, entries[k], layout) if k in entries else v for k, v in feeds.items()}
+        result = self._run_ncnn_layout(feeds, None if outputs is None else [blob(o) for o in outputs])
+        if layout == "ncnn":
+            return result
+        # ONNX names and layout, as onnxruntime gives them
+        return {entries[k]["onnx"] if k in entries else k: to_onnx(v, entries[k]) if k in entries else v
+                for k, v in result.items()}
+
+    def _run_ncnn_layout(self, feeds: dict[str, np.ndarray], outputs: list[str] | None) -> dict[str, np.ndarray]:
         from .interpreter import Plan
         cache = self._cached()
         if "to_tensor" not in cache:
@@ -97,7 +124,8 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
 def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
     """Read existing .param/.bin files (from this or any converter) for the interpreter."""
     from .reader import read_ncnn
-    return NcnnModel(read_ncnn(param_path, bin_path))
+    graph = read_ncnn(param_path, bin_path)
+    return NcnnModel(graph, record=read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph))
 
 
 def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from .ir import ConversionError
+from .layout import LAYOUTS
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -150,7 +151,7 @@ def cmd_verify(args) -> int:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                         broadcast_fix=not args.no_broadcast_fix, progress=progress,
-                        input_values=_input_values(args.input_value))
+                        input_values=_input_values(args.input_value), layout=args.layout)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -176,11 +177,12 @@ def cmd_verify(args) -> int:
 def cmd_run(args) -> int:
     from .api import load_ncnn
     from .interpreter import InterpreterError
+    from .layout import LayoutError
     from .reader import NcnnFormatError
     try:
         model = load_ncnn(args.param, args.bin)
-        outputs = model.run(_npy_inputs(args.input))
-    except (NcnnFormatError, InterpreterError, KeyError, OSError) as exc:
+        outputs = model.run(_npy_inputs(args.input), layout=args.layout)
+    except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
     if args.output:
         np.savez(args.output, **outputs)
@@ -191,6 +193,8 @@ def cmd_run(args) -> int:
 
 VALUE_HELP = ("make an input a constant, e.g. sr=16000 (repeatable): the converted model has no such "
               "input, and Ifs on it keep only the branch taken")
+LAYOUT_HELP = ("onnx: arrays in and out as the ONNX model takes and gives them, batch axis included; "
+               "ncnn: as ncnn's Mats, without the batch axis (default: onnx)")
 SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dynamic (repeatable; "
               "default: a dynamic leading dim is 1, the others stay dynamic)")
 
@@ -214,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("model", help="the .onnx file")
     ver.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                      help="an input array (repeatable; default: seeded random inputs)")
+    ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
     ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default: 0)")
@@ -236,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("bin", help="the .bin file")
     run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True,
                      help="an input array (repeatable)")
+    run.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP + "; files without "
+                     "the .json convert writes beside them: outputs as ncnn gives them")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "
                      "their shapes and means)")
     run.set_defaults(func=cmd_run)

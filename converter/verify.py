@@ -20,6 +20,7 @@ import onnxruntime as ort
 from .api import NcnnModel, convert
 from .int_inputs import ncnn_dtype
 from .ir import ConversionError, Graph, Tensor
+from .layout import to_onnx
 from .onnx_loader import prepare_model
 
 DEFAULT_DYNAMIC_EXTENT = 64     # a dynamic extent nobody fixed: room for a stride-32 backbone
@@ -98,8 +99,10 @@ class VerifyReport:
         return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid}
 
 
-def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int) -> dict:
-    """User-given arrays, else seeded random ones of each input's dtype, shape and a sensible range."""
+def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int,
+                io: dict | None = None) -> dict:
+    """User-given arrays (in ncnn layout when `io`, the conversion's record, is given), else
+    seeded random ones of each input's dtype, shape and a sensible range."""
     rng = np.random.default_rng(seed)
     feeds = {}
     known = {i.name for i in proto.graph.initializer}
@@ -113,10 +116,16 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
         t = graph.tensors[vi.name]
         if vi.name in given:
             array = np.asarray(given[vi.name])
+            if io is not None:
+                entry = next(e for e in io["inputs"] if e["onnx"] == vi.name)
+                array = to_onnx(array, entry)
             if t.shape is not None and (len(array.shape) != len(t.shape) or any(
                     d is not None and d != a for d, a in zip(t.shape, array.shape))):
+                in_ncnn = io is None and t.ncnn_shape is not None and len(t.ncnn_shape) == array.ndim and all(
+                    d is None or d == a for d, a in zip(t.ncnn_shape, array.shape))
+                hint = "; it has the ncnn shape: pass --layout ncnn to feed ncnn's layout" if in_ncnn else ""
                 raise ConversionError(f"--input {vi.name}: array shape {list(array.shape)} does not "
-                                      f"fit the input shape {list(t.shape)}")
+                                      f"fit the input shape {list(t.shape)}{hint}")
             feeds[vi.name] = array.astype(t.dtype)
             continue
         shape = [DEFAULT_DYNAMIC_EXTENT if d is None else d for d in t.shape]
@@ -280,9 +289,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
-           input_values: dict[str, object] | None = None) -> VerifyReport:
+           input_values: dict[str, object] | None = None, layout: str = "onnx") -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
-    fixes inputs to constants, as convert does."""
+    fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
+    layout='ncnn'."""
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     if backend != "interp":
@@ -294,7 +304,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     progress("converting")
     proto = prepare_model(model, input_shapes, input_values=input_values)   # fixed values become initializers
     converted = convert(proto, broadcast_fix=broadcast_fix)
-    feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
+    feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None)
     progress("running onnxruntime")
     reference = onnxruntime_all(proto, feeds)
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))

@@ -153,9 +153,10 @@ def write_atomically(files: dict[Path, bytes]) -> None:
                 os.unlink(tmp)
 
 
-def save(graph: Graph, param_path: str | Path, bin_path: str | Path, fp16: bool = False) -> NcnnNames:
-    """Write .param and .bin; returns the names used."""
+def save(graph: Graph, param_path: str | Path, bin_path: str | Path, fp16: bool = False,
+         extra: dict[Path, bytes] | None = None) -> NcnnNames:
+    """Write .param and .bin (and `extra` files beside them, all or none); returns the names used."""
     names = ncnn_names(graph)
     write_atomically({Path(param_path): param_text(graph, names).encode(),
-                      Path(bin_path): bin_bytes(graph, fp16)})
+                      Path(bin_path): bin_bytes(graph, fp16), **{Path(p): d for p, d in (extra or {}).items()}})
     return names

@@ -16,6 +16,6 @@ def test_output_files_follow_the_umask(tmp_path, umask, mode):
         model.save(tmp_path / "m.param", tmp_path / "m.bin")
     finally:
         os.umask(old)
-    for name in ("m.param", "m.bin"):
+    for name in ("m.param", "m.bin", "m.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.param"]    # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.json", "m.param"]    # no temp file left
