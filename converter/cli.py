@@ -162,14 +162,19 @@ def cmd_verify(args) -> int:
     else:
         shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
         print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
+        for note in report.sizes:
+            print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
         for o in report.outputs:
             status = "ok  " if o.passed else "FAIL"
-            figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
+            of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"
+            figures = o.error or f"max abs error {o.max_abs:.3g}{of_max}"
             print(f"  {status} {o.backend:6} {o.name}: {figures}")
         for line in text_table(report.layers):
             print(line)
         for d in report.divergences:
             print(f"  {d.describe()}")
+        for warning in report.warnings:
+            print(f"warning: {warning}")
         print("PASSED" if report.passed else "FAILED")
     return EXIT_OK if report.passed else EXIT_MISMATCH
 

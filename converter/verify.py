@@ -20,10 +20,10 @@ import onnxruntime as ort
 from .api import NcnnModel, convert
 from .int_inputs import ncnn_dtype
 from .ir import ConversionError, Graph, Tensor
+from .example_sizes import example_shapes
 from .layout import to_onnx
 from .onnx_loader import prepare_model
 
-DEFAULT_DYNAMIC_EXTENT = 64     # a dynamic extent nobody fixed: room for a stride-32 backbone
 BACKENDS = ("interp", "ncnn", "both")
 
 
@@ -35,6 +35,7 @@ class OutputCheck:
     max_abs: float | None = None
     max_rel: float | None = None
     error: str | None = None
+    rel_to_max: float | None = None     # max abs error over max|reference|
 
 
 @dataclass
@@ -90,6 +91,8 @@ class VerifyReport:
     layers: list[LayerRow] = field(default_factory=list)
     rtol: float | None = None
     atol: float | None = None
+    sizes: list[str] = field(default_factory=list)      # dynamic dims verify chose, and why
+    warnings: list[str] = field(default_factory=list)   # why a pass may prove little
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -100,10 +103,12 @@ class VerifyReport:
 
 
 def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int,
-                io: dict | None = None) -> dict:
+                io: dict | None = None, shapes: dict[str, list[int]] | None = None) -> dict:
     """User-given arrays (in ncnn layout when `io`, the conversion's record, is given), else
-    seeded random ones of each input's dtype, shape and a sensible range."""
+    seeded random ones of each input's dtype, a sensible range and its shape in `shapes`
+    (default: example_shapes)."""
     rng = np.random.default_rng(seed)
+    shapes = shapes if shapes is not None else example_shapes(proto, graph)[0]
     feeds = {}
     known = {i.name for i in proto.graph.initializer}
     unknown = sorted(set(given) - set(graph.inputs))
@@ -128,7 +133,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
                                       f"fit the input shape {list(t.shape)}{hint}")
             feeds[vi.name] = array.astype(t.dtype)
             continue
-        shape = [DEFAULT_DYNAMIC_EXTENT if d is None else d for d in t.shape]
+        shape = shapes[vi.name]
         if t.dtype.kind == "f":
             feeds[vi.name] = rng.uniform(-1.0, 1.0, shape).astype(t.dtype)
         elif t.dtype.kind in "iu":
@@ -256,7 +261,9 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
             continue
         ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
                                             rtol, atol)
-        report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why))
+        peak = float(np.max(np.abs(reference[out]), initial=0.0)) if reference[out].dtype.kind == "f" else 0.0
+        rel = max_abs / peak if peak > 0 and np.isfinite(max_abs) else None
+        report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why, rel))
     backend_passed = error is None and all(o.passed for o in report.outputs if o.backend == backend)
     diverged = False
     for node in order:
@@ -279,6 +286,22 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
                                       first_divergence=not diverged, error=failure.error))
     if error is not None and not diverged:
         report.divergences.append(failure)
+
+
+def nearly_constant(name: str, want: np.ndarray, rtol: float, atol: float) -> str | None:
+    """A warning when the reference output spans less than ten tolerance widths: nearly any
+    conversion passes on such inputs (a detector fed noise outputs ~1e-6 everywhere)."""
+    values = np.asarray(want, np.float64)
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return None
+    spread = float(values.max() - values.min())
+    width = atol + rtol * float(np.abs(values).max())
+    if spread > 10 * width:
+        return None
+    return (f"output '{name}' is nearly constant for these inputs (all values within {spread:.3g}, "
+            f"under 10x the tolerance {width:.3g}): the check proves little; feed real data, e.g. "
+            f"--input NAME=photo.png:size=WxH,mean=...,std=... or --input NAME=FILE.npy")
 
 
 def _layer_named_in(message: str, order) -> object | None:
@@ -304,7 +327,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     progress("converting")
     proto = prepare_model(model, input_shapes, input_values=input_values)   # fixed values become initializers
     converted = convert(proto, broadcast_fix=broadcast_fix)
-    feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None)
+    shapes, size_notes = example_shapes(proto, converted.graph)
+    feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
+                        shapes)
     progress("running onnxruntime")
     reference = onnxruntime_all(proto, feeds)
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))
@@ -312,7 +337,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
-                          constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol)
+                          constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
+                          sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})])
+    report.warnings = [w for out in converted.graph.outputs if out in reference
+                       for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
