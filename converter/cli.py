@@ -97,12 +97,19 @@ def broadcast_summary(stats: dict) -> str:
             f"{inserted} Reshape layer(s) inserted")
 
 
-def _npy_inputs(items: list[str] | None) -> dict[str, np.ndarray]:
+def _npy_inputs(items: list[str] | None) -> dict:
+    """NAME=FILE.npy arrays, and NAME=IMAGE[:options] specs that become arrays once the input's
+    shape is known (converter/image_input.py)."""
+    from .image_input import is_image_path, parse_image_spec
     arrays = {}
     for text in items or []:
         name, sep, path = text.partition("=")
         if not sep or not name or not path:
-            raise UsageError(f"--input expects NAME=FILE.npy, got '{text}'")
+            raise UsageError(f"--input expects NAME=FILE.npy or NAME=IMAGE.png[:size=WxH,mean=...,std=...], "
+                             f"got '{text}'")
+        if is_image_path(path):
+            arrays[name] = parse_image_spec(name, path)
+            continue
         try:
             arrays[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
@@ -179,6 +186,19 @@ def cmd_verify(args) -> int:
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
 
+def _images_as_arrays(model, feeds: dict, layout: str) -> dict:
+    """Image inputs decoded to the shape the files' io record gives (in the layout asked for)."""
+    from .image_input import ImageSpec
+    from .layout import to_ncnn
+    entries = {name: e for e in model.io()["inputs"] for name in (e["onnx"], e["ncnn"])}
+    for name, value in feeds.items():
+        if isinstance(value, ImageSpec):
+            entry = entries.get(name, {})
+            array = value.to_array(name, entry.get("onnx_shape"))
+            feeds[name] = to_ncnn(array, entry) if layout == "ncnn" and entry else array
+    return feeds
+
+
 def cmd_run(args) -> int:
     from .api import load_ncnn
     from .interpreter import InterpreterError
@@ -186,7 +206,7 @@ def cmd_run(args) -> int:
     from .reader import NcnnFormatError
     try:
         model = load_ncnn(args.param, args.bin)
-        outputs = model.run(_npy_inputs(args.input), layout=args.layout)
+        outputs = model.run(_images_as_arrays(model, _npy_inputs(args.input), args.layout), layout=args.layout)
     except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
     if args.output:
@@ -221,8 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
     ver.add_argument("model", help="the .onnx file")
-    ver.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                     help="an input array (repeatable; default: seeded random inputs)")
+    ver.add_argument("--input", action="append", metavar="NAME=FILE",
+                     help="an input: FILE.npy, or an image (PNG, PPM; JPEG with Pillow) with options "
+                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr, pixels * scale "
+                     "(default 1/255) then (x - mean) / std (repeatable; default: seeded random inputs)")
     ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
@@ -244,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
     run.add_argument("param", help="the .param file")
     run.add_argument("bin", help="the .bin file")
-    run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True,
-                     help="an input array (repeatable)")
+    run.add_argument("--input", action="append", metavar="NAME=FILE", required=True,
+                     help="an input: FILE.npy or an image with options, as for verify (repeatable)")
     run.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP + "; files without "
                      "the .json convert writes beside them: outputs as ncnn gives them")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "

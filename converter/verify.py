@@ -21,6 +21,7 @@ from .api import NcnnModel, convert
 from .int_inputs import ncnn_dtype
 from .ir import ConversionError, Graph, Tensor
 from .example_sizes import example_shapes
+from .image_input import ImageSpec
 from .layout import to_onnx
 from .onnx_loader import prepare_model
 
@@ -120,8 +121,9 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
             continue
         t = graph.tensors[vi.name]
         if vi.name in given:
-            array = np.asarray(given[vi.name])
-            if io is not None:
+            image = isinstance(given[vi.name], ImageSpec)       # decoded to the input's layout and size
+            array = given[vi.name].to_array(vi.name, t.shape and list(t.shape)) if image else np.asarray(given[vi.name])
+            if io is not None and not image:
                 entry = next(e for e in io["inputs"] if e["onnx"] == vi.name)
                 array = to_onnx(array, entry)
             if t.shape is not None and (len(array.shape) != len(t.shape) or any(
