@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from onnx import numpy_helper
 
 from .int_inputs import ncnn_dtype
 from .ir import Graph
 from .layout import LAYOUTS, declared_inputs, read_sidecar, sidecar_bytes, sidecar_path, to_ncnn, to_onnx
-from .onnx_loader import load_onnx
+from .example_sizes import example_shapes
+from .onnx_loader import load_onnx_and_proto
 from .writer import NcnnNames, ncnn_names, save
 
 
@@ -115,9 +117,14 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     rate the model branches on with If, so the branch taken is known when converting."""
     from passes import run_pipeline
     from passes.fix_broadcast import fix_broadcast
-    graph = load_onnx(model, input_shapes, input_values)
+    graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
+    examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
     stats["warnings"] = list(graph.warnings)
+    stats["example_shapes"], stats["example_notes"] = examples
+    # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
+    stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))
+                             for t in proto.graph.initializer if t.name in (input_values or {})}
     return NcnnModel(graph, stats)
 
 

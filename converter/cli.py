@@ -61,26 +61,50 @@ def _input_values(items: list[str] | None) -> dict[str, list]:
     return dict(parse_value(t) for t in items or [])
 
 
-def _input_shapes(items: list[str] | None) -> dict[str, list[int]]:
-    return dict(parse_dims(t) for t in items or [])
+def _input_shapes(args) -> dict[str, list[int]]:
+    """--input-shape NAME=DIMS, and pnnx's inputshape=[...] words (converter/pnnx_args.py)."""
+    shapes = dict(parse_dims(t) for t in args.input_shape or [])
+    if not getattr(args, "pnnx_shapes", None):
+        return shapes
+    from .onnx_loader import read_model
+    from .pnnx_args import pnnx_input_shapes
+    proto, _ = read_model(args.model)
+    initializers = {t.name for t in proto.graph.initializer}
+    inputs = [(vi.name, onnx_dtype(vi)) for vi in proto.graph.input if vi.name not in initializers
+              and vi.name not in _input_values(args.input_value)]
+    pnnx = pnnx_input_shapes(args.pnnx_shapes, inputs)
+    twice = sorted(set(pnnx) & set(shapes))
+    if twice:
+        raise UsageError(f"input(s) {', '.join(twice)} given both by inputshape and --input-shape")
+    return {**shapes, **pnnx}
+
+
+def onnx_dtype(value_info) -> np.dtype:
+    import onnx
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(value_info.type.tensor_type.elem_type))
 
 
 def cmd_convert(args) -> int:
     from .api import convert, output_paths
-    model = convert(args.model, _input_shapes(args.input_shape), input_values=_input_values(args.input_value))
+    from .harness import harness_script, script_path
+    model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value))
     for warning in model.stats.get("warnings", []):
         print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     param, bin_ = output_paths(args.model, args.output_dir)
+    script = script_path(param)
+    text = harness_script(model, param, bin_, args.model, model.stats["example_shapes"],
+                          model.stats["fixed_inputs"])
     try:
-        model.save(param, bin_, fp16=args.fp16)
+        model.save(param, bin_, fp16=args.fp16, extra={script: text.encode()})
     except OSError as exc:
         raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
     io = model.io()
     if args.json:
-        print(json.dumps({"param": str(param), "bin": str(bin_), "layers": len(model.graph.nodes),
+        print(json.dumps({"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
                           "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
+    print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
     for entry in io["inputs"] + io["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
@@ -155,7 +179,7 @@ def cmd_verify(args) -> int:
         check_report_path(args.report)
     progress = Progress()
     try:
-        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
+        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                         broadcast_fix=not args.no_broadcast_fix, progress=progress,
                         input_values=_input_values(args.input_value), layout=args.layout)
@@ -221,7 +245,9 @@ VALUE_HELP = ("make an input a constant, e.g. sr=16000 (repeatable): the convert
 LAYOUT_HELP = ("onnx: arrays in and out as the ONNX model takes and gives them, batch axis included; "
                "ncnn: as ncnn's Mats, without the batch axis (default: onnx)")
 SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dynamic (repeatable; "
-              "default: a dynamic leading dim is 1, the others stay dynamic)")
+              "default: a dynamic leading dim is 1, the others stay dynamic). pnnx's form works too: "
+              "inputshape=[1,3,224,224]f32,[1,32]i64 (inputs in order) and inputshape2=[...] (dims that "
+              "differ stay dynamic)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -283,7 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         print(build_parser().format_help(), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
+        from .pnnx_args import split_pnnx_args
+        argv, pnnx_shapes = split_pnnx_args(argv)
         args = build_parser().parse_args(argv)
+        if pnnx_shapes and args.command == "run":
+            raise UsageError("run: inputshape is for convert and verify (run takes the arrays' own shapes)")
+        args.pnnx_shapes = pnnx_shapes
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy/onnx warnings print source lines: the user gets one line or a result, never those
             warnings.simplefilter("ignore")

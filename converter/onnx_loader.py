@@ -276,11 +276,18 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
 
 def load_onnx(model, input_shapes: dict[str, list[int]] | None = None,
               input_values: dict[str, object] | None = None) -> Graph:
+    return load_onnx_and_proto(model, input_shapes, input_values)[0]
+
+
+def load_onnx_and_proto(model, input_shapes: dict[str, list[int]] | None = None,
+                        input_values: dict[str, object] | None = None) -> tuple[Graph, onnx.ModelProto]:
+    """The Graph and the prepared ModelProto it was built from (its dim names and metadata)."""
     warnings: list[str] = []
-    graph = build_graph(prepare_model(model, input_shapes, warnings, input_values))
+    proto = prepare_model(model, input_shapes, warnings, input_values)
+    graph = build_graph(proto)
     graph.warnings = warnings
     assign_batch_axes(graph)
-    return graph
+    return graph, proto
 
 
 def _text(value) -> str:
