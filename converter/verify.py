@@ -318,6 +318,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'."""
+    if isinstance(model, NcnnModel):
+        raise TypeError("verify takes the ONNX model (a path or ModelProto) and converts it itself, "
+                        "not a converted NcnnModel")
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     if backend != "interp":
