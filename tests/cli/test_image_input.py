@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from onnx import helper
 
-import converter
 from converter.image_input import parse_image_spec, read_image, resize_bilinear
 from converter.ir import ConversionError
 from onnx_cases import make_model, onnxruntime_outputs

@@ -9,7 +9,7 @@ from onnx import helper
 
 import converter
 from onnx_cases import MODELS, make_model, onnxruntime_outputs, random_inputs
-from test_convert_cli import assert_bad_input, run_cli, save
+from test_convert_cli import assert_bad_input, run_cli
 
 BCAST = MODELS / "bcast_demo.onnx"
 
@@ -63,7 +63,7 @@ def test_an_ncnn_shaped_array_gets_a_hint(bcast_files, tmp_path):
 
 
 def test_verify_takes_ncnn_layout_when_told(bcast_files, tmp_path):
-    folder, feeds, _ = bcast_files
+    _, feeds, _ = bcast_files
     for name, value in feeds.items():
         np.save(tmp_path / f"{name}.npy", value[0])
     result = run_cli("verify", BCAST, "--layout", "ncnn", "--json",
