@@ -6,14 +6,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from onnx import numpy_helper
 
 from passes import run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
+from .example_sizes import example_shapes
 from .int_inputs import ncnn_dtype
 from .interpreter import Plan
 from .ir import Graph
-from .onnx_loader import load_onnx
+from .layout import (
+    LAYOUTS,
+    declared_inputs,
+    read_sidecar,
+    sidecar_bytes,
+    sidecar_path,
+    to_ncnn,
+    to_onnx,
+)
+from .onnx_loader import load_onnx_and_proto
 from .reader import read_ncnn
 from .writer import NcnnNames, ncnn_names, save
 
@@ -23,6 +34,8 @@ class NcnnModel:
     """An ncnn graph (converted or read from files) with its blob names."""
     graph: Graph
     stats: dict = field(default_factory=dict)
+    # for files read back: the io record written beside them (converter/layout.py), else None
+    record: dict | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -39,6 +52,8 @@ class NcnnModel:
     def io(self) -> dict[str, list[dict]]:
         """Inputs and outputs: ONNX name, ncnn blob, shapes, the dropped batch axis, and the
         dtype ncnn takes or gives: 'int32' bits for an Embed's word indices, else 'float32'."""
+        if self.record is not None:
+            return self.record
         names = self.names.blob
 
         def entry(name: str) -> dict:
@@ -52,23 +67,49 @@ class NcnnModel:
         return {"inputs": [entry(n) for n in self.graph.inputs],
                 "outputs": [entry(n) for n in self.graph.outputs]}
 
-    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False) -> None:
-        save(self.graph, param_path, bin_path, fp16=fp16)
+    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
+             extra: dict | None = None) -> None:
+        """Write .param/.bin, the io sidecar beside them (`<param stem>.json`: what lets
+        load_ncnn(...).run take ONNX-shaped arrays) and `extra` {path: bytes}, all or none."""
+        files = {sidecar_path(param_path): sidecar_bytes(self.io()), **(extra or {})}
+        save(self.graph, param_path, bin_path, fp16=fp16, extra=files)
 
-    def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> dict[str, np.ndarray]:
+    def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None,
+            layout: str = "onnx") -> dict[str, np.ndarray]:
         """Run in the ncnn-semantics interpreter.
 
-        Names are ncnn blob names (a converted model's ONNX names, or their
-        sanitized form); arrays are in ncnn order without the batch axis. The
-        first run for a set of feeds and outputs compiles an execution plan that
+        Names are ONNX names or ncnn blob names (their sanitized form). With layout 'onnx'
+        arrays go in and come out as the ONNX model takes and gives them (the batch axis
+        ncnn drops is dropped and restored here); with 'ncnn' they are ncnn Mats in numpy
+        order. The first run for a set of feeds and outputs compiles an execution plan that
         later runs reuse, until the graph's wiring changes.
         """
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        io = self.io()
+        entries = {name: e for e in io["inputs"] + io["outputs"] for name in (e["onnx"], e["ncnn"])}
+        blob = lambda k: entries[k]["ncnn"] if k in entries else k  # noqa: E731
+        if outputs is None and self.record is not None and self.record["outputs"]:
+            outputs = [e["ncnn"] for e in self.record["outputs"]]   # not blobs the file leaves unused
+        feeds = {blob(k): to_ncnn(v, entries[k], layout) if k in entries else v for k, v in feeds.items()}
+        result = self._run_ncnn_layout(feeds, None if outputs is None else [blob(o) for o in outputs])
+        if layout == "ncnn":
+            return result
+        # ONNX names and layout, as onnxruntime gives them
+        return {entries[k]["onnx"] if k in entries else k: to_onnx(v, entries[k]) if k in entries else v
+                for k, v in result.items()}
+
+    def _run_ncnn_layout(self, feeds: dict[str, np.ndarray], outputs: list[str] | None) -> dict[str, np.ndarray]:
         cache = self._cached()
         if "to_tensor" not in cache:
             cache["to_tensor"] = {blob: tensor for tensor, blob in cache["names"].blob.items()}
             cache["to_tensor"].update({t: t for t in self.graph.tensors})
         to_tensor, to_blob = cache["to_tensor"], cache["names"].blob
-        unknown = [k for k in list(feeds) + list(outputs or []) if k not in to_tensor]
+        unknown = [k for k in feeds if k not in to_tensor]
+        if unknown:
+            raise KeyError(f"unknown input(s) {', '.join(unknown)}; the model's inputs are "
+                           f"{', '.join(to_blob[i] for i in self.graph.inputs)}")
+        unknown = [k for k in outputs or [] if k not in to_tensor]
         if unknown:
             raise KeyError(f"unknown blob(s) {', '.join(unknown)}")
         wanted = tuple(to_tensor[o] for o in outputs) if outputs is not None else None
@@ -86,15 +127,21 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting."""
-    graph = load_onnx(model, input_shapes, input_values)
+    graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
+    examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
     stats["warnings"] = list(graph.warnings)
+    stats["example_shapes"], stats["example_notes"] = examples
+    # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
+    stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))
+                             for t in proto.graph.initializer if t.name in (input_values or {})}
     return NcnnModel(graph, stats)
 
 
 def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
     """Read existing .param/.bin files (from this or any converter) for the interpreter."""
-    return NcnnModel(read_ncnn(param_path, bin_path))
+    graph = read_ncnn(param_path, bin_path)
+    return NcnnModel(graph, record=read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph))
 
 
 def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:

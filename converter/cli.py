@@ -7,15 +7,22 @@ import sys
 import threading
 import time
 import warnings
+from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
+import onnx
 
 from .api import convert, load_ncnn, output_paths
+from .harness import harness_script, script_path
+from .image_input import ImageSpec, is_image_path, parse_image_spec
 from .interpreter import InterpreterError
 from .ir import ConversionError
+from .layout import LAYOUTS, LayoutError, to_ncnn
+from .onnx_loader import read_model
+from .pnnx_args import pnnx_input_shapes, split_pnnx_args
 from .reader import NcnnFormatError
 from .verification import verify
-from .verify_report import text_table, write_report
+from .verify_report import check_report_path, text_table, write_report
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -26,7 +33,16 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}")
+        # main() prints "onnx2ncnn: error: "; a subcommand's name follows it, the program's does not
+        command = self.prog.removeprefix("onnx2ncnn").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+def _version() -> str:
+    try:
+        return version("onnx2ncnn")
+    except PackageNotFoundError:        # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def parse_dims(text: str) -> tuple[str, list[int]]:
@@ -56,38 +72,73 @@ def _input_values(items: list[str] | None) -> dict[str, list]:
     return dict(parse_value(t) for t in items or [])
 
 
-def _input_shapes(items: list[str] | None) -> dict[str, list[int]]:
-    return dict(parse_dims(t) for t in items or [])
+def _input_shapes(args) -> dict[str, list[int]]:
+    """--input-shape NAME=DIMS, and pnnx's inputshape=[...] words (converter/pnnx_args.py)."""
+    shapes = dict(parse_dims(t) for t in args.input_shape or [])
+    if not getattr(args, "pnnx_shapes", None):
+        return shapes
+    proto, _ = read_model(args.model)
+    initializers = {t.name for t in proto.graph.initializer}
+    inputs = [(vi.name, onnx_dtype(vi)) for vi in proto.graph.input if vi.name not in initializers
+              and vi.name not in _input_values(args.input_value)]
+    pnnx = pnnx_input_shapes(args.pnnx_shapes, inputs)
+    twice = sorted(set(pnnx) & set(shapes))
+    if twice:
+        raise UsageError(f"input(s) {', '.join(twice)} given both by inputshape and --input-shape")
+    return {**shapes, **pnnx}
+
+
+def onnx_dtype(value_info) -> np.dtype:
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(value_info.type.tensor_type.elem_type))
 
 
 def cmd_convert(args) -> int:
-    model = convert(args.model, _input_shapes(args.input_shape), input_values=_input_values(args.input_value))
+    model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value))
     for warning in model.stats.get("warnings", []):
         print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     param, bin_ = output_paths(args.model, args.output_dir)
+    script = script_path(param)
+    text = harness_script(model, param, bin_, args.model, model.stats["example_shapes"],
+                          model.stats["fixed_inputs"])
     try:
-        model.save(param, bin_, fp16=args.fp16)
+        model.save(param, bin_, fp16=args.fp16, extra={script: text.encode()})
     except OSError as exc:
         raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
     io = model.io()
     if args.json:
-        print(json.dumps({"param": str(param), "bin": str(bin_), "layers": len(model.graph.nodes),
+        print(json.dumps({"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
                           "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
         return EXIT_OK
-    print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers, "
-          f"{model.stats.get('reshapes_inserted', 0)} broadcast reshapes inserted")
+    print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
+    print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
     for entry in io["inputs"] + io["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
     return EXIT_OK
 
 
-def _npy_inputs(items: list[str] | None) -> dict[str, np.ndarray]:
+def broadcast_summary(stats: dict) -> str:
+    """What the broadcast pass changed: constants it laid out anew (MemoryData dims, no layer)
+    and Reshape layers it inserted before computed operands."""
+    relaid, inserted = stats.get("constants_relaid", 0), stats.get("reshapes_inserted", 0)
+    if not relaid and not inserted:
+        return "broadcasts: nothing to fix (ncnn's rule already gives numpy's result)"
+    return (f"broadcasts fixed: {relaid} constant(s) laid out anew, "
+            f"{inserted} Reshape layer(s) inserted")
+
+
+def _npy_inputs(items: list[str] | None) -> dict:
+    """NAME=FILE.npy arrays, and NAME=IMAGE[:options] specs that become arrays once the input's
+    shape is known (converter/image_input.py)."""
     arrays = {}
     for text in items or []:
         name, sep, path = text.partition("=")
         if not sep or not name or not path:
-            raise UsageError(f"--input expects NAME=FILE.npy, got '{text}'")
+            raise UsageError(f"--input expects NAME=FILE.npy or NAME=IMAGE.png[:size=WxH,mean=...,std=...], "
+                             f"got '{text}'")
+        if is_image_path(path):
+            arrays[name] = parse_image_spec(name, path)
+            continue
         try:
             arrays[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
@@ -127,12 +178,14 @@ class Progress:
 
 
 def cmd_verify(args) -> int:
+    if args.report:
+        check_report_path(args.report)
     progress = Progress()
     try:
-        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args.input_shape),
+        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                         broadcast_fix=not args.no_broadcast_fix, progress=progress,
-                        input_values=_input_values(args.input_value))
+                        input_values=_input_values(args.input_value), layout=args.layout)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -142,24 +195,40 @@ def cmd_verify(args) -> int:
         print(json.dumps(report.to_json()))
     else:
         shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
-        print(f"inputs: {shapes}; {report.reshapes_inserted} broadcast reshapes inserted")
+        print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
+        for note in report.sizes:
+            print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
         for o in report.outputs:
             status = "ok  " if o.passed else "FAIL"
-            figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
+            of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"
+            figures = o.error or f"max abs error {o.max_abs:.3g}{of_max}"
             print(f"  {status} {o.backend:6} {o.name}: {figures}")
         for line in text_table(report.layers):
             print(line)
         for d in report.divergences:
             print(f"  {d.describe()}")
+        for warning in report.warnings:
+            print(f"warning: {warning}")
         print("PASSED" if report.passed else "FAILED")
     return EXIT_OK if report.passed else EXIT_MISMATCH
+
+
+def _images_as_arrays(model, feeds: dict, layout: str) -> dict:
+    """Image inputs decoded to the shape the files' io record gives (in the layout asked for)."""
+    entries = {name: e for e in model.io()["inputs"] for name in (e["onnx"], e["ncnn"])}
+    for name, value in feeds.items():
+        if isinstance(value, ImageSpec):
+            entry = entries.get(name, {})
+            array = value.to_array(name, entry.get("onnx_shape"))
+            feeds[name] = to_ncnn(array, entry) if layout == "ncnn" and entry else array
+    return feeds
 
 
 def cmd_run(args) -> int:
     try:
         model = load_ncnn(args.param, args.bin)
-        outputs = model.run(_npy_inputs(args.input))
-    except (NcnnFormatError, InterpreterError, KeyError, OSError) as exc:
+        outputs = model.run(_images_as_arrays(model, _npy_inputs(args.input), args.layout), layout=args.layout)
+    except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
     if args.output:
         np.savez(args.output, **outputs)
@@ -170,49 +239,77 @@ def cmd_run(args) -> int:
 
 VALUE_HELP = ("make an input a constant, e.g. sr=16000 (repeatable): the converted model has no such "
               "input, and Ifs on it keep only the branch taken")
+LAYOUT_HELP = ("onnx: arrays in and out as the ONNX model takes and gives them, batch axis included; "
+               "ncnn: as ncnn's Mats, without the batch axis (default: onnx)")
+SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dynamic (repeatable; "
+              "default: a dynamic leading dim is 1, the others stay dynamic). pnnx's form works too: "
+              "inputshape=[1,3,224,224]f32,[1,32]i64 (inputs in order) and inputshape2=[...] (dims that "
+              "differ stay dynamic)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
+    parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     conv = sub.add_parser("convert", help="write MODEL as ncnn .param/.bin")
-    conv.add_argument("model")
+    conv.add_argument("model", help="the .onnx file")
     conv.add_argument("-o", "--output-dir", help="output folder (default: beside the model)")
-    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
-                      help="fix an input's shape, e.g. input=1,3,224,224 (repeatable)")
+    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
-    conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows")
-    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result")
+    conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows "
+                      "(default: float32)")
+    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result "
+                      "(default: a summary line)")
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
-    ver.add_argument("model")
-    ver.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input array (repeatable)")
-    ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS")
+    ver.add_argument("model", help="the .onnx file")
+    ver.add_argument("--input", action="append", metavar="NAME=FILE",
+                     help="an input: FILE.npy, or an image (PNG, PPM; JPEG with Pillow) with options "
+                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr, pixels * scale "
+                     "(default 1/255) then (x - mean) / std (repeatable; default: seeded random inputs)")
+    ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
+    ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
-    ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    ver.add_argument("--rtol", type=float, default=1e-3)
-    ver.add_argument("--atol", type=float, default=1e-4)
-    ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp")
+    ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default: 0)")
+    ver.add_argument("--rtol", type=float, default=1e-3,
+                     help="relative tolerance: pass where |got - ort| <= atol + rtol*|ort| (default: 1e-3)")
+    ver.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default: 1e-4)")
+    ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp",
+                     help="interp: the numpy interpreter with ncnn's semantics; ncnn: the real runtime "
+                     "(pip install ncnn); both (default: interp)")
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
-    ver.add_argument("--json", action="store_true")
+    ver.add_argument("--json", action="store_true", help="print the report as one JSON object "
+                     "(default: a table)")
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
-    run.add_argument("param")
-    run.add_argument("bin")
-    run.add_argument("--input", action="append", metavar="NAME=FILE.npy", required=True)
-    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs")
+    run.add_argument("param", help="the .param file")
+    run.add_argument("bin", help="the .bin file")
+    run.add_argument("--input", action="append", metavar="NAME=FILE", required=True,
+                     help="an input: FILE.npy or an image with options, as for verify (repeatable)")
+    run.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP + "; files without "
+                     "the .json convert writes beside them: outputs as ncnn gives them")
+    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "
+                     "their shapes and means)")
     run.set_defaults(func=cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:                  # a first try without arguments: show what there is to run
+        print(build_parser().format_help(), file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
+        argv, pnnx_shapes = split_pnnx_args(argv)
         args = build_parser().parse_args(argv)
+        if pnnx_shapes and args.command == "run":
+            raise UsageError("run: inputshape is for convert and verify (run takes the arrays' own shapes)")
+        args.pnnx_shapes = pnnx_shapes
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy/onnx warnings print source lines: the user gets one line or a result, never those
             warnings.simplefilter("ignore")

@@ -11,6 +11,7 @@ import onnx
 from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
 
 from .batch_axis import assign_batch_axes
+from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
 from .legacy_resize import restore_legacy_resize
@@ -29,6 +30,11 @@ def read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:
+        cut = truncated_at(path.read_bytes())
+        if cut is not None:
+            raise ConversionError(f"cannot read model {path}: the file is truncated ({path.stat().st_size} "
+                                  f"bytes; the model field at byte {cut} runs past the end): copy or "
+                                  f"download it again") from None
         raise ConversionError(f"cannot read model {path}: not a valid ONNX file ({_first_line(exc)})")
     folder = path.resolve().parent
     for tensor in external_data_helper._get_all_tensors(proto):
@@ -286,11 +292,18 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
 
 def load_onnx(model, input_shapes: dict[str, list[int]] | None = None,
               input_values: dict[str, object] | None = None) -> Graph:
+    return load_onnx_and_proto(model, input_shapes, input_values)[0]
+
+
+def load_onnx_and_proto(model, input_shapes: dict[str, list[int]] | None = None,
+                        input_values: dict[str, object] | None = None) -> tuple[Graph, onnx.ModelProto]:
+    """The Graph and the prepared ModelProto it was built from (its dim names and metadata)."""
     warnings: list[str] = []
-    graph = build_graph(prepare_model(model, input_shapes, warnings, input_values))
+    proto = prepare_model(model, input_shapes, warnings, input_values)
+    graph = build_graph(proto)
     graph.warnings = warnings
     assign_batch_axes(graph)
-    return graph
+    return graph, proto
 
 
 def _text(value) -> str:

@@ -18,13 +18,15 @@ import onnx
 import onnxruntime as ort
 
 from .api import NcnnModel, convert
+from .example_sizes import example_shapes
+from .image_input import ImageSpec
 from .int_inputs import ncnn_dtype
 from .interpreter import InterpreterError, run
 from .ir import ConversionError, Graph, Tensor
-from .ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
+from .layout import to_onnx
+from .ncnn_runtime import NcnnCrash, NcnnError, available, run_ncnn
 from .onnx_loader import prepare_model
 
-DEFAULT_DYNAMIC_EXTENT = 64     # a dynamic extent nobody fixed: room for a stride-32 backbone
 BACKENDS = ("interp", "ncnn", "both")
 
 
@@ -36,6 +38,7 @@ class OutputCheck:
     max_abs: float | None = None
     max_rel: float | None = None
     error: str | None = None
+    rel_to_max: float | None = None     # max abs error over max|reference|
 
 
 @dataclass
@@ -87,15 +90,28 @@ class VerifyReport:
     outputs: list[OutputCheck] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
+    constants_relaid: int = 0
     layers: list[LayerRow] = field(default_factory=list)
+    rtol: float | None = None
+    atol: float | None = None
+    sizes: list[str] = field(default_factory=list)      # dynamic dims verify chose, and why
+    warnings: list[str] = field(default_factory=list)   # why a pass may prove little
 
     def to_json(self) -> dict:
         return asdict(self)
 
+    @property
+    def broadcast_stats(self) -> dict:
+        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid}
 
-def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int) -> dict:
-    """User-given arrays, else seeded random ones of each input's dtype, shape and a sensible range."""
+
+def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarray], seed: int,
+                io: dict | None = None, shapes: dict[str, list[int]] | None = None) -> dict:
+    """User-given arrays (in ncnn layout when `io`, the conversion's record, is given), else
+    seeded random ones of each input's dtype, a sensible range and its shape in `shapes`
+    (default: example_shapes)."""
     rng = np.random.default_rng(seed)
+    shapes = shapes if shapes is not None else example_shapes(proto, graph)[0]
     feeds = {}
     known = {i.name for i in proto.graph.initializer}
     unknown = sorted(set(given) - set(graph.inputs))
@@ -107,14 +123,21 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
             continue
         t = graph.tensors[vi.name]
         if vi.name in given:
-            array = np.asarray(given[vi.name])
+            image = isinstance(given[vi.name], ImageSpec)       # decoded to the input's layout and size
+            array = given[vi.name].to_array(vi.name, t.shape and list(t.shape)) if image else np.asarray(given[vi.name])
+            if io is not None and not image:
+                entry = next(e for e in io["inputs"] if e["onnx"] == vi.name)
+                array = to_onnx(array, entry)
             if t.shape is not None and (len(array.shape) != len(t.shape) or any(
                     d is not None and d != a for d, a in zip(t.shape, array.shape))):
+                in_ncnn = io is None and t.ncnn_shape is not None and len(t.ncnn_shape) == array.ndim and all(
+                    d is None or d == a for d, a in zip(t.ncnn_shape, array.shape))
+                hint = "; it has the ncnn shape: pass --layout ncnn to feed ncnn's layout" if in_ncnn else ""
                 raise ConversionError(f"--input {vi.name}: array shape {list(array.shape)} does not "
-                                      f"fit the input shape {list(t.shape)}")
+                                      f"fit the input shape {list(t.shape)}{hint}")
             feeds[vi.name] = array.astype(t.dtype)
             continue
-        shape = [DEFAULT_DYNAMIC_EXTENT if d is None else d for d in t.shape]
+        shape = shapes[vi.name]
         if t.dtype.kind == "f":
             feeds[vi.name] = rng.uniform(-1.0, 1.0, shape).astype(t.dtype)
         elif t.dtype.kind in "iu":
@@ -240,7 +263,9 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
             continue
         ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
                                             rtol, atol)
-        report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why))
+        peak = float(np.max(np.abs(reference[out]), initial=0.0)) if reference[out].dtype.kind == "f" else 0.0
+        rel = max_abs / peak if peak > 0 and np.isfinite(max_abs) else None
+        report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why, rel))
     backend_passed = error is None and all(o.passed for o in report.outputs if o.backend == backend)
     diverged = False
     for node in order:
@@ -265,6 +290,22 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
         report.divergences.append(failure)
 
 
+def nearly_constant(name: str, want: np.ndarray, rtol: float, atol: float) -> str | None:
+    """A warning when the reference output spans less than ten tolerance widths: nearly any
+    conversion passes on such inputs (a detector fed noise outputs ~1e-6 everywhere)."""
+    values = np.asarray(want, np.float64)
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return None
+    spread = float(values.max() - values.min())
+    width = atol + rtol * float(np.abs(values).max())
+    if spread > 10 * width:
+        return None
+    return (f"output '{name}' is nearly constant for these inputs (all values within {spread:.3g}, "
+            f"under 10x the tolerance {width:.3g}): the check proves little; feed real data, e.g. "
+            f"--input NAME=photo.png:size=WxH,mean=...,std=... or --input NAME=FILE.npy")
+
+
 def _layer_named_in(message: str, order) -> object | None:
     return next((n for n in order if f"'{n.name}'" in message), None)
 
@@ -273,23 +314,37 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
-           input_values: dict[str, object] | None = None) -> VerifyReport:
+           input_values: dict[str, object] | None = None, layout: str = "onnx") -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
-    fixes inputs to constants, as convert does."""
+    fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
+    layout='ncnn'."""
+    if isinstance(model, NcnnModel):
+        raise TypeError("verify takes the ONNX model (a path or ModelProto) and converts it itself, "
+                        "not a converted NcnnModel")
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if backend != "interp":
+        if not available():     # an optional dependency the user has not installed, not a bug of ours
+            raise ConversionError(f"--backend {backend} needs the real ncnn runtime, which is not "
+                                  f"installed: pip install ncnn (or use --backend interp)")
     progress = progress or (lambda stage: None)
     progress("converting")
     proto = prepare_model(model, input_shapes, input_values=input_values)   # fixed values become initializers
     converted = convert(proto, broadcast_fix=broadcast_fix)
-    feeds = make_inputs(proto, converted.graph, inputs or {}, seed)
+    shapes, size_notes = example_shapes(proto, converted.graph)
+    feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
+                        shapes)
     progress("running onnxruntime")
     reference = onnxruntime_all(proto, feeds)
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
-                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0))
+                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
+                          constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
+                          sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})])
+    report.warnings = [w for out in converted.graph.outputs if out in reference
+                       for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)

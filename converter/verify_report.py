@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from pathlib import Path
 
 from .ir import ConversionError
@@ -43,17 +44,27 @@ def text_table(rows) -> list[str]:
     return lines
 
 
-def _log_error(row) -> float:
+def _log_error(row) -> float | None:
+    """The row's height on the chart; None for an exact match (log 0 has no place on a log axis)."""
     if row.error or row.rel_to_max is None:
         return LOG_CEIL
     if row.rel_to_max <= 0:
-        return LOG_FLOOR
+        return None
     return min(LOG_CEIL, max(LOG_FLOOR, math.log10(row.rel_to_max)))
 
 
-def svg_chart(rows, width: int = 900, height: int = 320) -> str:
-    """An inline SVG: relative error per layer (x: position in the graph, y: log10)."""
-    left, right, top, bottom = 60, 20, 20, 40
+def _tick_step(count: int, most: int = 12) -> int:
+    """A round step (1, 2, 5, 10, 20, ...) that puts at most `most` index ticks on the x axis."""
+    step = 1
+    while count / step > most:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    return step
+
+
+def svg_chart(rows, rtol: float | None = None, width: int = 900, height: int = 330) -> str:
+    """An inline SVG: relative error per layer (x: the row's # in the table, y: log10). Exact
+    matches are not drawn (they are counted in the legend); a dashed line marks rtol."""
+    left, right, top, bottom = 60, 20, 20, 50
     plot_w, plot_h = width - left - right, height - top - bottom
     count = max((sum(1 for r in rows if r.backend == b) for b in COLORS), default=1)
     x_of = lambda i: left + (plot_w * i / max(count - 1, 1))  # noqa: E731
@@ -65,39 +76,61 @@ def svg_chart(rows, width: int = 900, height: int = 320) -> str:
         y = y_of(decade)
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
                      f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">1e{decade}</text>')
+    for i in range(0, count, _tick_step(count)):
+        x = x_of(i)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" '
+                     f'stroke="#888"/><text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{i}</text>')
+    if rtol:
+        y = y_of(min(LOG_CEIL, max(LOG_FLOOR, math.log10(rtol))))
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d62728" '
+                     f'stroke-dasharray="6,4"/><text x="{left + 4}" y="{y - 4:.1f}" fill="#d62728">'
+                     f'rtol {rtol:g}</text>')
     parts.append(f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle">'
-                 f'layer (graph order)</text>')
+                 f'layer # (graph order, as in the table; hover a point for its name)</text>')
     parts.append(f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
                  f'text-anchor="middle">max error / max|ref|</text>')
     for backend, color in COLORS.items():
-        mine = [r for r in rows if r.backend == backend]
+        mine = [(i, r, _log_error(r)) for i, r in enumerate(r for r in rows if r.backend == backend)]
         if not mine:
             continue
-        points = " ".join(f"{x_of(i):.1f},{y_of(_log_error(r)):.1f}" for i, r in enumerate(mine))
+        drawn = [(i, r, v) for i, r, v in mine if v is not None]
+        points = " ".join(f"{x_of(i):.1f},{y_of(v):.1f}" for i, _, v in drawn)
         parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        for i, r in enumerate(mine):
+        for i, r, v in drawn:
             fill = "#d62728" if not r.passed else color
             radius = 6 if r.first_divergence else 2.5
-            label = html.escape(f"{backend}: {r.layer} ({r.layer_type}) {_num(r.rel_to_max)}")
-            parts.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(_log_error(r)):.1f}" r="{radius}" '
+            label = html.escape(f"#{i} {backend}: {r.layer} ({r.layer_type}) {_num(r.rel_to_max)}")
+            parts.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(v):.1f}" r="{radius}" '
                          f'fill="{fill}"><title>{label}</title></circle>')
+        exact = len(mine) - len(drawn)
+        legend = f"{backend}" + (f" ({exact} exact, not drawn)" if exact else "")
         parts.append(f'<text x="{left + plot_w - 4}" y="{top + 14 + 14 * list(COLORS).index(backend)}" '
-                     f'text-anchor="end" fill="{color}">{backend}</text>')
+                     f'text-anchor="end" fill="{color}">{html.escape(legend)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
+def failing_first(rows) -> list[tuple[int, object]]:
+    """(# in graph order per backend, row), the first divergences first, then other mismatches,
+    then the rows that pass, each group in graph order."""
+    numbered, seen = [], {}
+    for row in rows:
+        numbered.append((seen.get(row.backend, 0), row))
+        seen[row.backend] = seen.get(row.backend, 0) + 1
+    return sorted(numbered, key=lambda nr: 0 if nr[1].first_divergence else 1 if not nr[1].passed else 2)
+
+
 def html_page(report, title: str) -> str:
     status = "PASSED" if report.passed else "FAILED"
-    body = [f"<h1>{html.escape(title)}: {status}</h1>", svg_chart(report.layers)]
+    body = [f"<h1>{html.escape(title)}: {status}</h1>", svg_chart(report.layers, report.rtol)]
     for d in report.divergences:
         body.append(f"<p><b>{html.escape(d.describe())}</b></p>")
-    body.append("<table><tr><th>backend</th><th></th>"
+    body.append("<table><tr><th>backend</th><th>#</th><th></th>"
                 + "".join(f"<th>{h}</th>" for h in COLUMNS) + "<th>error</th></tr>")
-    for row in report.layers:
+    for index, row in failing_first(report.layers):
         mark = "first divergence" if row.first_divergence else ("mismatch" if not row.passed else "")
         style = ' class="bad"' if not row.passed else ""
-        body.append(f"<tr{style}><td>{row.backend}</td><td>{mark}</td>"
+        body.append(f"<tr{style}><td>{row.backend}</td><td>{index}</td><td>{mark}</td>"
                     + "".join(f"<td>{html.escape(c)}</td>" for c in row_cells(row))
                     + f"<td>{html.escape(row.error or '')}</td></tr>")
     body.append("</table>")
@@ -107,7 +140,7 @@ def html_page(report, title: str) -> str:
             f"<style>{css}</style></head><body>{''.join(body)}</body></html>\n")
 
 
-def write_png(report, path: Path, title: str) -> None:
+def _matplotlib_pyplot():
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -115,14 +148,24 @@ def write_png(report, path: Path, title: str) -> None:
     except ImportError:
         raise ConversionError("--report FILE.png needs matplotlib (pip install matplotlib); "
                               "write FILE.html instead, which needs nothing") from None
+    return plt
+
+
+def write_png(report, path: Path, title: str) -> None:
+    plt = _matplotlib_pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
     for backend, color in COLORS.items():
-        mine = [r for r in report.layers if r.backend == backend]
-        ax.plot(range(len(mine)), [10 ** _log_error(r) for r in mine], color=color, label=backend)
-        first = [i for i, r in enumerate(mine) if r.first_divergence]
-        ax.scatter(first, [10 ** _log_error(mine[i]) for i in first], color="#d62728", zorder=3)
+        mine = [(i, _log_error(r), r) for i, r in enumerate(r for r in report.layers if r.backend == backend)]
+        drawn = [(i, v, r) for i, v, r in mine if v is not None]     # exact matches have no log
+        ax.plot([i for i, _, _ in drawn], [10 ** v for _, v, _ in drawn], color=color, marker=".",
+                label=f"{backend} ({len(mine) - len(drawn)} exact, not drawn)")
+        first = [(i, v) for i, v, r in drawn if r.first_divergence]
+        ax.scatter([i for i, _ in first], [10 ** v for _, v in first], color="#d62728", zorder=3)
+    rtol = report.rtol
+    if rtol:
+        ax.axhline(rtol, color="#d62728", linestyle="--", label=f"rtol {rtol:g}")
     ax.set_yscale("log")
-    ax.set_xlabel("layer (graph order)")
+    ax.set_xlabel("layer # (graph order, as in the verify table)")
     ax.set_ylabel("max error / max|ref|")
     ax.set_title(title)
     ax.legend()
@@ -130,16 +173,31 @@ def write_png(report, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def check_report_path(path: str | Path) -> None:
+    """Refuse a report that could not be written before verify spends minutes on the model."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".html", ".htm", ".png"):
+        raise ConversionError(f"--report {path}: use a .html or .png file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConversionError(f"--report {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ConversionError(f"--report {path}: folder {folder} is not writable")
+    if path.is_dir():
+        raise ConversionError(f"--report {path}: is a folder")
+    if suffix == ".png":
+        _matplotlib_pyplot()
+
+
 def write_report(report, path: str | Path, title: str) -> None:
     """Write FILE.html (self-contained) or FILE.png (needs matplotlib); ConversionError otherwise."""
     path = Path(path)
-    suffix = path.suffix.lower()
+    check_report_path(path)
     try:
-        if suffix in (".html", ".htm"):
-            path.write_text(html_page(report, title), encoding="utf-8")
-        elif suffix == ".png":
+        if path.suffix.lower() == ".png":
             write_png(report, path, title)
         else:
-            raise ConversionError(f"--report {path}: use a .html or .png file name")
+            path.write_text(html_page(report, title), encoding="utf-8")
     except OSError as exc:
         raise ConversionError(f"cannot write report {path}: {exc.strerror or exc}") from None

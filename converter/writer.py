@@ -126,14 +126,23 @@ def bin_bytes(graph: Graph, fp16: bool = False) -> bytes:
     return b"".join(weight_bytes(n, fp16) for n in graph.topological())
 
 
+def _new_file_mode() -> int:
+    """The mode open() would give a new file under the user's umask (mkstemp's is 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomically(files: dict[Path, bytes]) -> None:
     """Write all files or none: each goes to a temp file first, renamed once all are written."""
     temps: list[tuple[str, Path]] = []
+    mode = _new_file_mode()
     try:
         for path, data in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
             temps.append((tmp, path))
+            os.fchmod(fd, mode)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         for tmp, path in temps:
@@ -144,9 +153,10 @@ def write_atomically(files: dict[Path, bytes]) -> None:
                 os.unlink(tmp)
 
 
-def save(graph: Graph, param_path: str | Path, bin_path: str | Path, fp16: bool = False) -> NcnnNames:
-    """Write .param and .bin; returns the names used."""
+def save(graph: Graph, param_path: str | Path, bin_path: str | Path, fp16: bool = False,
+         extra: dict[Path, bytes] | None = None) -> NcnnNames:
+    """Write .param and .bin (and `extra` files beside them, all or none); returns the names used."""
     names = ncnn_names(graph)
     write_atomically({Path(param_path): param_text(graph, names).encode(),
-                      Path(bin_path): bin_bytes(graph, fp16)})
+                      Path(bin_path): bin_bytes(graph, fp16), **{Path(p): d for p, d in (extra or {}).items()}})
     return names

@@ -36,7 +36,7 @@ def insert_ones_params(source: Shape, target: Shape) -> dict[int, int]:
 
 
 def fix_broadcast(graph: Graph) -> dict:
-    inserted = 0
+    inserted = relaid = 0
     done: dict[tuple[str, Shape], str] = {}     # (operand, target) -> reshaped tensor, shared
     for node in list(graph.nodes.values()):
         if node.op != "BinaryOp" or node.params.get(1, 0) or len(node.inputs) != 2:
@@ -54,8 +54,9 @@ def fix_broadcast(graph: Graph) -> dict:
             if key not in done:
                 done[key] = _reshaped(graph, node, operand, result, target)
                 inserted += not operand.is_constant
+                relaid += operand.is_constant
             graph.replace_input(node, slot, done[key])
-    return {"reshapes_inserted": inserted}
+    return {"reshapes_inserted": inserted, "constants_relaid": relaid}
 
 
 def _check_broadcastable(graph: Graph, node: Node, result: Tensor) -> None:

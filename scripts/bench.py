@@ -84,7 +84,7 @@ def bench_model(path: Path, repeat: int, input_shapes: dict | None = None) -> tu
             for o in outs:
                 ex.extract(o)
         # NcnnModel.run reuses its execution plan, as a user's loop would
-        t_ort, t_interp, t_ncnn = medians_ms([lambda: session.run(None, feeds), lambda: model.run(ncnn_feeds),
+        t_ort, t_interp, t_ncnn = medians_ms([lambda: session.run(None, feeds), lambda: model.run(ncnn_feeds, layout="ncnn"),
                                               run_ncnn], repeat)
     return t_convert, t_ort, t_interp, t_ncnn
 

@@ -411,7 +411,9 @@ def _classify(status: int, stderr: str) -> list[str]:
     if os.WIFSIGNALED(status):
         return ["signal"]
     code = os.WEXITSTATUS(status)
-    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("onnx2ncnn: warning:")]
+    # warnings, and verify's stage lines for runs over 2 s (the machine's load decides which those are)
+    lines = [line for line in stderr.splitlines()
+             if line.strip() and not line.startswith(("onnx2ncnn: warning:", "verify: "))]
     if "Traceback (most recent call last)" in stderr:
         return ["traceback"]
     if "internal error" in stderr:

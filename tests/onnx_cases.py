@@ -137,7 +137,7 @@ def assert_one_file_many_sizes(model, tmp_path: Path, sizes, dims=("H", "W"), rt
         feeds = random_inputs(model, dims=dict(zip(dims, size)))
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         names = [e["ncnn"] for e in io["outputs"]]
-        for got in (run_ncnn(param, bin_, ncnn_feeds, names), converted.run(ncnn_feeds)):
+        for got in (run_ncnn(param, bin_, ncnn_feeds, names), converted.run(ncnn_feeds, layout="ncnn")):
             assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]},
                                      rtol=rtol, atol=atol)
     return converted
@@ -154,6 +154,6 @@ def check_interpreter_matches_ncnn(converted, model: onnx.ModelProto, tmp_path: 
     io = converted.io()
     feeds = {e["ncnn"]: to_ncnn(v, e) for e, v in zip(io["inputs"], random_inputs(model).values())}
     outs = [e["ncnn"] for e in io["outputs"]]
-    real, ours = run_ncnn(param, bin_, feeds, outs), converted.run(feeds)
+    real, ours = run_ncnn(param, bin_, feeds, outs), converted.run(feeds, layout="ncnn")
     for name in outs:
         np.testing.assert_allclose(ours[name], real[name], rtol=1e-5, atol=1e-5, err_msg=name)

@@ -3,6 +3,7 @@ import importlib.util
 import io
 import json
 import re
+import sys
 import time
 
 import onnx
@@ -92,3 +93,49 @@ def test_progress_only_for_slow_runs():
     shown.done()
     assert [line.split(" (")[0] for line in slow.getvalue().splitlines()] == [
         "verify: converting", "verify: running the interpreter", "verify: done"]
+
+
+def _verify_must_not_run(*args, **kwargs):
+    raise AssertionError("verify ran before the report path was checked")
+
+
+def test_a_report_in_a_missing_folder_is_refused_before_verifying(tmp_path, monkeypatch, capsys):
+    from converter.cli import main
+    monkeypatch.setattr(sys.modules["converter.cli"], "verify", _verify_must_not_run)
+    assert main(["verify", str(BCAST), "--report", str(tmp_path / "nope" / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not exist" in err[0], err
+
+
+def test_a_png_report_without_matplotlib_is_refused_before_verifying(tmp_path, monkeypatch, capsys):
+    from converter.cli import main
+    monkeypatch.setattr(sys.modules["converter.cli"], "verify", _verify_must_not_run)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # as on a machine without it
+    assert main(["verify", str(BCAST), "--report", str(tmp_path / "r.png")]) == 2
+    assert "needs matplotlib" in capsys.readouterr().err
+
+
+def test_html_chart_has_an_index_axis_an_rtol_line_and_failing_rows_first(tmp_path):
+    page = tmp_path / "report.html"
+    result = run_cli("verify", BCAST, "--no-broadcast-fix", "--rtol", "0.01", "--json", "--report", page)
+    assert result.returncode == 1, result.stderr
+    text = page.read_text()
+    rows = json.loads(result.stdout)["layers"]
+    assert "layer # (graph order" in text and ">0</text>" in text
+    assert "rtol 0.01" in text and "stroke-dasharray" in text
+    table = text[text.index("<table>"):]
+    cells = re.findall(r"<tr[^>]*><td>interp</td><td>(\d+)</td><td>([^<]*)</td><td>([^<]+)</td>", table)
+    assert [c[2] for c in cells if c[1]] == [r["layer"] for r in rows if not r["passed"]]
+    assert cells[0][1] == "first divergence"
+    assert all(c[1] for c in cells[:sum(not r["passed"] for r in rows)])     # mismatches on top
+    assert {int(c[0]) for c in cells} == set(range(len(rows)))
+
+
+def test_exact_layers_are_not_drawn_at_the_floor():
+    from converter.verify_report import svg_chart
+    report = converter.verify(onnx.load(str(BCAST)))
+    exact = [r for r in report.layers if r.rel_to_max == 0]
+    assert exact                                  # this model has layers ncnn reproduces bit for bit
+    svg = svg_chart(report.layers, report.rtol)
+    assert svg.count("<circle") == len(report.layers) - len(exact)
+    assert f"({len(exact)} exact, not drawn)" in svg

@@ -68,7 +68,7 @@ def test_run_existing_files(tmp_path):
     feeds = random_inputs(model)
     for name, value in feeds.items():
         np.save(tmp_path / f"{name}.npy", value[0])        # ncnn layout: batch axis dropped
-    result = run_cli("run", tmp_path / "d.param", tmp_path / "d.bin",
+    result = run_cli("run", tmp_path / "d.param", tmp_path / "d.bin", "--layout", "ncnn",
                      *[f"--input={n}={tmp_path / (n + '.npy')}" for n in feeds], "-o", tmp_path / "out.npz")
     assert result.returncode == 0, result.stderr
     got = np.load(tmp_path / "out.npz")
@@ -92,7 +92,7 @@ def test_python_api_round_trip(tmp_path):
     converted.save(tmp_path / "d.param", tmp_path / "d.bin")
     loaded = converter.load_ncnn(tmp_path / "d.param", tmp_path / "d.bin")
     feeds = random_inputs(model)
-    outputs = loaded.run({k: v[0] for k, v in feeds.items()})
+    outputs = loaded.run({k: v[0] for k, v in feeds.items()}, layout="ncnn")
     for name, want in onnxruntime_outputs(model, feeds).items():
         np.testing.assert_allclose(outputs[name], want[0], rtol=1e-4, atol=1e-5)
     assert not converter.verify(model, broadcast_fix=False).passed

@@ -198,7 +198,7 @@ def test_threads_sharing_one_model_get_their_own_results():
     def worker(k):
         try:
             for _ in range(40):
-                got = model.run({"input": feeds[k]})["logits"]
+                got = model.run({"input": feeds[k]}, layout="ncnn")["logits"]
                 if not np.array_equal(got, expected[k]):
                     failures.append(f"thread {k}: wrong numbers")
         except Exception as exc:        # a mixed-up buffer can also surface as an error
@@ -226,7 +226,7 @@ def test_one_model_run_at_changing_input_sizes():
     for h, w in [(16, 16), (24, 20), (32, 40), (16, 16), (33, 17)]:
         x = rng.standard_normal((3, h, w)).astype(np.float32)
         reference = run(model.graph, {"input": x}, keep=True)["logits"]
-        np.testing.assert_array_equal(model.run({"input": x})["logits"], reference)
+        np.testing.assert_array_equal(model.run({"input": x}, layout="ncnn")["logits"], reference)
 
 
 IN_PLACE_LAYERS = [

@@ -118,5 +118,5 @@ def test_input_shape_overrides_fixed_dims_with_a_warning(tmp_path, opset):
     runnable = conv_relu_model([1, 3, 12, 7], onnx.ValueInfoProto(name="y"))     # what onnxruntime accepts
     converted.save(tmp_path / "m.param", tmp_path / "m.bin")
     x = np.random.default_rng(1).standard_normal((1, 3, 12, 7)).astype(np.float32)
-    for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"]), converted.run({"x": x[0]})):
+    for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"]), converted.run({"x": x[0]}, layout="ncnn")):
         assert_matches_reference(runnable, {"x": x}, {"y": got["y"]})

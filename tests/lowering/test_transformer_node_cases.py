@@ -38,7 +38,7 @@ def test_node_case(tmp_path, name):
     feeds, args = node_case_inputs(case, fixed_inputs(name))
     converted, got = run_converted_in_ncnn(case.model, feeds, tmp_path, **args)
     io = converted.io()
-    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]})
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}, layout="ncnn")
     for entry, want in zip(io["outputs"], case.data_sets[0][1]):
         want = np.asarray(want, np.float64)
         real = got[entry["onnx"]].reshape(want.shape)

@@ -49,7 +49,7 @@ def test_one_file_runs_every_batch(tmp_path):
         feeds = random_inputs(model, dims={"N": n})
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         outputs = [e["ncnn"] for e in io["outputs"]]
-        for got in (run_ncnn(param, bin_, ncnn_feeds, outputs), converted.run(ncnn_feeds)):
+        for got in (run_ncnn(param, bin_, ncnn_feeds, outputs), converted.run(ncnn_feeds, layout="ncnn")):
             assert_matches_reference(model, feeds, {e["onnx"]: got[e["ncnn"]] for e in io["outputs"]})
 
 

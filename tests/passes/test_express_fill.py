@@ -131,7 +131,7 @@ def test_slice_to_a_run_time_end_and_integer_lengths(tmp_path, n, lens):
              "lens": np.array([lens], np.int64)}
     converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
     assert_matches_reference(model, feeds, outputs, rtol=1e-6, atol=1e-6)
-    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]})
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]}, layout="ncnn")
     assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in converted.io()["outputs"]},
                              rtol=1e-6, atol=1e-6)
     assert "Crop" in ncnn_layer_types(converted) and "Shape" not in ncnn_layer_types(converted)

@@ -82,7 +82,7 @@ def test_if_on_a_run_time_value_computes_both_branches_and_selects(tmp_path, nes
         feeds = {"x": x, "sr": np.array(sr, np.int64)}
         converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
         assert_matches_reference(model, feeds, outputs)
-        ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]})
+        ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in converted.io()["inputs"]}, layout="ncnn")
         assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in converted.io()["outputs"]})
     assert "If" not in ncnn_layer_types(converted)
 

@@ -100,12 +100,29 @@ def test_flagged_fp32_and_fp16_and_plain_buffers(tmp_path):
         np.testing.assert_array_equal(conv.weights[1], [7, 8])
 
 
-@pytest.mark.parametrize("tag", [0x000D4B38, 0x0002C056, 0x00000001])
-def test_unsupported_weight_tag(tmp_path, tag):
-    data = struct.pack("<I", tag) + floats(*range(6)) + floats(7, 8)
-    with pytest.raises(NcnnFormatError, match=rf"unsupported weight type tag 0x{tag:08X} in layer 'conv' "
-                                              r".*\(int8/quantized weights are not supported\)"):
+def test_int8_weights_are_refused_as_int8(tmp_path):
+    data = struct.pack("<I", 0x000D4B38) + floats(*range(6)) + floats(7, 8)
+    with pytest.raises(NcnnFormatError, match=r"int8 \(quantized\) weights in layer 'conv' .* not supported"):
         read_ncnn(*write(tmp_path, CONV, data))
+
+
+@pytest.mark.parametrize("tag", [0x00000001, 0x3F800000])
+def test_another_tag_is_called_a_mismatched_bin(tmp_path, tag):
+    """What a .bin written for another .param looks like: float bits where a tag should be."""
+    data = struct.pack("<I", tag) + floats(*range(6)) + floats(7, 8)
+    with pytest.raises(NcnnFormatError, match=rf"0x{tag:08X} at offset 0 is not the float32/float16 type "
+                                              r"tag layer 'conv' .*mismatched or truncated \.bin"):
+        read_ncnn(*write(tmp_path, CONV, data))
+
+
+def test_the_other_float32_tag_reads_as_the_real_ncnn_does(tmp_path):
+    from converter.api import load_ncnn
+    from converter.ncnn_runtime import run_ncnn
+    data = struct.pack("<I", 0x0002C056) + floats(*range(6)) + floats(7, 8)
+    param, bin_ = write(tmp_path, CONV.replace("0=2 1=1", "0=2 1=1 2=1 3=1"), data)
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 4, 5)).astype(np.float32)
+    want = run_ncnn(param, bin_, {"x": x}, ["y"])["y"]
+    np.testing.assert_allclose(load_ncnn(param, bin_).run({"x": x})["y"], want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("cut, missing, what", [

@@ -69,7 +69,7 @@ def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Pat
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         outputs = [e["ncnn"] for e in io["outputs"]]
         results = {"ncnn": lambda: run_ncnn(param, bin_, ncnn_feeds, outputs),
-                   "interpreter": lambda: converted.run(ncnn_feeds)}
+                   "interpreter": lambda: converted.run(ncnn_feeds, layout="ncnn")}
         computed = {b: results[b]() for b in backends}
         for e in io["outputs"]:
             for backend, got in ((b, computed[b][e["ncnn"]]) for b in backends):
@@ -87,6 +87,6 @@ def converted_run(converted, param, bin_, backend: str):
     def run(feeds):
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         outs = [e["ncnn"] for e in io["outputs"]]
-        got = run_ncnn(param, bin_, ncnn_feeds, outs) if backend == "ncnn" else converted.run(ncnn_feeds)
+        got = run_ncnn(param, bin_, ncnn_feeds, outs) if backend == "ncnn" else converted.run(ncnn_feeds, layout="ncnn")
         return {e["onnx"]: np.array(got[e["ncnn"]]) for e in io["outputs"]}
     return run

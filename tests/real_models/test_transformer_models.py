@@ -39,7 +39,7 @@ def test_encoder(tmp_path, name, make_feeds, layer):
         expected = onnxruntime_outputs(model, feeds)
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
         outs = [e["ncnn"] for e in io["outputs"]]
-        real, ours = run_ncnn(param, bin_, ncnn_feeds, outs), converted.run(ncnn_feeds)
+        real, ours = run_ncnn(param, bin_, ncnn_feeds, outs), converted.run(ncnn_feeds, layout="ncnn")
         for entry in io["outputs"]:
             want = expected[entry["onnx"]]
             assert within_tolerance(real[entry["ncnn"]].reshape(want.shape), want), (entry["onnx"], real, want)

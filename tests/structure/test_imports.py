@@ -11,7 +11,7 @@ from .import_graph import library_modules, imports
 FRONT = {"converter", "converter.__main__", "converter.api", "converter.cli", "converter.verification",
          "converter.verify_report"}
 SIBLINGS = ("converter.lowering", "converter.interpreter")    # one floor, never importing each other
-OPTIONAL = {"onnxruntime", "ncnn", "matplotlib"}              # may be imported where they are used
+OPTIONAL = {"onnxruntime", "ncnn", "matplotlib", "PIL"}       # may be imported where they are used
 MAX_LINES = 400
 
 MODULES = library_modules()

@@ -1,0 +1,78 @@
+"""Sizes for a model's dynamic input dims when verify (or a generated harness) needs concrete
+arrays and the user named none, each with the reason it was chosen.
+
+In order: a dim named like one already chosen takes the same size (ONNX: one name, one size);
+an image input's height and width take the size the model says it was exported for (the
+`imgsz`-style metadata Ultralytics writes), else 320 (a multiple of 32, which stride-32
+backbones need, and a size detectors and OCR models are commonly run at); a leading dim is the
+batch, 1; anything else is 64 (no hint in the model). The user's --input-shape always wins.
+"""
+from __future__ import annotations
+
+import re
+
+import onnx
+
+from .ir import Graph
+
+IMAGE_SIDE = 320
+OTHER_EXTENT = 64
+SIZE_METADATA = ("imgsz", "img_size", "image_size", "input_size")
+
+
+def _metadata_side(proto: onnx.ModelProto) -> tuple[list[int], str] | None:
+    """[h, w] from the first size-like metadata entry, e.g. Ultralytics' imgsz '[320, 320]'."""
+    props = {p.key: p.value for p in proto.metadata_props}
+    for key in SIZE_METADATA:
+        numbers = [int(n) for n in re.findall(r"\d+", props.get(key, ""))]
+        if len(numbers) in (1, 2) and all(n > 0 for n in numbers):
+            return (numbers * 2)[:2], f"{key}={props[key]}"
+    return None
+
+
+def _image_axes(shape: list) -> tuple[int, int] | None:
+    """(height axis, width axis) of an NCHW or NHWC image input with 1 or 3 channels."""
+    if len(shape) != 4:
+        return None
+    if shape[1] in (1, 3):
+        return 2, 3
+    if shape[3] in (1, 3):
+        return 1, 2
+    return None
+
+
+def example_shapes(proto: onnx.ModelProto, graph: Graph) -> tuple[dict[str, list[int]], list[str]]:
+    """{input: shape with every dynamic dim chosen}, and one note per input that had any."""
+    initializers = {t.name for t in proto.graph.initializer}
+    by_param: dict[str, tuple[int, str]] = {}
+    shapes, notes = {}, []
+    metadata = _metadata_side(proto)
+    for vi in proto.graph.input:
+        if vi.name in initializers or vi.name not in graph.tensors or graph.tensors[vi.name].shape is None:
+            continue
+        shape = list(graph.tensors[vi.name].shape)
+        dims = vi.type.tensor_type.shape.dim
+        image = _image_axes(shape)
+        chosen = []
+        for i, extent in enumerate(shape):
+            if extent is not None:
+                continue
+            param = dims[i].dim_param if i < len(dims) else ""
+            if param and param in by_param:
+                value, reason = by_param[param][0], f"as '{param}' elsewhere"
+            elif image and i in image and metadata:
+                value, reason = metadata[0][image.index(i)], f"the model's metadata {metadata[1]}"
+            elif image and i in image:
+                value, reason = IMAGE_SIDE, "an image side, a multiple of 32"
+            elif i == 0:
+                value, reason = 1, "the batch"
+            else:
+                value, reason = OTHER_EXTENT, "no hint in the model"
+            if param:
+                by_param.setdefault(param, (value, reason))
+            shape[i] = value
+            chosen.append(f"dim {i}{f' ({param})' if param else ''} = {value}: {reason}")
+        shapes[vi.name] = shape
+        if chosen:
+            notes.append(f"{vi.name} {shape} ({'; '.join(chosen)})")
+    return shapes, notes

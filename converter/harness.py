@@ -1,0 +1,178 @@
+"""The `<stem>_ncnn.py` convert writes beside the files: a user's first harness, done right.
+
+It loads the .param/.bin with the ncnn Python package, feeds named inputs in ncnn's layout and
+dtype (cloned Mats: ncnn's in-place layers write into the memory a Mat wraps), returns outputs
+in the ONNX layout, and with --check compares them with onnxruntime on the .onnx. It needs
+numpy and ncnn only (onnxruntime for --check), not onnx2ncnn.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TEMPLATE = '''#!/usr/bin/env python3
+"""Run {param} / {bin} with the ncnn Python package (pip install ncnn numpy).
+
+Written by onnx2ncnn from {onnx_name}. Arrays go in and come out as the ONNX model takes and
+gives them (this file drops and restores the batch axis ncnn does not have).
+
+    python {script} [--check] [--onnx MODEL.onnx] [NAME=FILE.npy ...]
+
+Without inputs it feeds seeded random ones; --check also runs onnxruntime on the .onnx and
+compares every output (|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|; exit 1 if any differs).
+From Python:
+
+    from {module} import Model
+    outputs = Model().run({{{first_input!r}: array}})
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+PARAM, BIN = HERE / {param_path!r}, HERE / {bin_path!r}
+ONNX = HERE / {onnx_rel!r}
+# per input and output: ONNX name, ncnn blob, ONNX shape (None: dynamic), the ONNX axis ncnn drops,
+# the dtype ncnn reads (int32 only for an Embed's word ids) and the ONNX dtype
+INPUTS = {inputs!r}
+OUTPUTS = {outputs!r}
+FIXED = {fixed!r}        # inputs convert fixed with --input-value: onnxruntime still needs them
+EXAMPLE_SHAPES = {examples!r}   # sizes for random inputs where the model leaves dims dynamic
+
+
+class Model:
+    def __init__(self, threads=2):
+        import ncnn
+        self.ncnn = ncnn
+        self.net = ncnn.Net()
+        # exact float32: ncnn's defaults use fp16/bf16 where the CPU has them (faster, ~1e-3 off)
+        for option in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
+            if hasattr(self.net.opt, option):
+                setattr(self.net.opt, option, False)
+        self.net.opt.num_threads = threads
+        if self.net.load_param(str(PARAM)) != 0 or self.net.load_model(str(BIN)) != 0:
+            raise RuntimeError(f"ncnn could not load {{PARAM}} / {{BIN}}")
+
+    def run(self, feeds):
+        """{{ONNX input name: array in ONNX layout}} -> {{ONNX output name: array in ONNX layout}}."""
+        extractor = self.net.create_extractor()
+        for entry in INPUTS:
+            array = np.asarray(feeds[entry["onnx"]])
+            if entry["batch_axis"] is not None:
+                array = np.squeeze(array, entry["batch_axis"])
+            shape = _known(entry["ncnn_shape"])
+            array = np.ascontiguousarray(array if shape is None else array.reshape(shape), entry["dtype"])
+            # clone: a Mat wraps the numpy memory, and layers working in place would write into it
+            extractor.input(entry["ncnn"], self.ncnn.Mat(array).clone())
+        outputs = {{}}
+        for entry in OUTPUTS:
+            code, mat = extractor.extract(entry["ncnn"])
+            if code != 0:
+                raise RuntimeError(f"ncnn failed to compute {{entry['ncnn']}} (code {{code}})")
+            array = np.array(mat).copy()
+            shape = _known(entry["onnx_shape"])
+            if shape is None and entry["batch_axis"] is not None and array.ndim == len(entry["onnx_shape"]) - 1:
+                array = np.expand_dims(array, entry["batch_axis"])
+            outputs[entry["onnx"]] = array if shape is None else array.reshape(shape)
+        return outputs
+
+
+def _known(shape):
+    """`shape` for reshape, its one dynamic dim solved from the element count (-1); None when
+    more than one dim is dynamic (then only the batch axis is dropped or restored)."""
+    if shape is None or sum(d is None for d in shape) > 1:
+        return None
+    return [-1 if d is None else d for d in shape]
+
+
+def random_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    feeds = {{}}
+    for entry in INPUTS:
+        shape = EXAMPLE_SHAPES[entry["onnx"]]
+        if np.dtype(entry["onnx_dtype"]).kind == "f":
+            feeds[entry["onnx"]] = rng.uniform(-1, 1, shape).astype(entry["onnx_dtype"])
+        else:
+            feeds[entry["onnx"]] = rng.integers(0, 4, shape).astype(entry["onnx_dtype"])
+    return feeds
+
+
+def check(feeds, outputs, onnx_path):
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    fixed = {{name: np.asarray(value, dtype) for name, (value, dtype) in FIXED.items()}}
+    onnx_feeds = {{e["onnx"]: np.asarray(feeds[e["onnx"]], e["onnx_dtype"]) for e in INPUTS}}
+    names = [e["onnx"] for e in OUTPUTS]
+    reference = dict(zip(names, session.run(names, {{**onnx_feeds, **fixed}})))
+    passed = True
+    for name in names:
+        got, want = outputs[name].astype(np.float64), reference[name].astype(np.float64)
+        if got.shape != want.shape:
+            print(f"MISMATCH {{name}}: shape {{list(got.shape)}}, onnxruntime {{list(want.shape)}}")
+            passed = False
+            continue
+        error = np.abs(got - want)
+        bound = 1e-3 * np.max(np.abs(want), initial=0.0) + 1e-3 * np.abs(want)
+        ok = bool(np.all(error <= bound))
+        passed &= ok
+        print(f"{{'ok' if ok else 'MISMATCH'}} {{name}} {{list(got.shape)}}: max abs error "
+              f"{{float(np.max(error, initial=0.0)):.3g}}")
+    return passed
+
+
+def main(argv):
+    check_wanted = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    onnx_path = ONNX
+    if "--onnx" in argv:
+        at = argv.index("--onnx")
+        onnx_path, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    feeds = random_inputs()
+    for item in argv:
+        name, _, path = item.partition("=")
+        if name not in feeds:
+            sys.exit(f"unknown input {{name!r}}; the inputs are {{', '.join(feeds)}}")
+        feeds[name] = np.load(path)
+    outputs = Model().run(feeds)
+    for name, value in outputs.items():
+        print(f"{{name}}: shape {{list(value.shape)}}, mean {{float(value.mean()):.6g}}")
+    if check_wanted:
+        sys.exit(0 if check(feeds, outputs, onnx_path) else 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+'''
+
+
+def script_path(param_path: str | os.PathLike) -> Path:
+    """`out/m.ncnn.param` -> `out/m_ncnn.py` (a name Python can import)."""
+    param_path = Path(param_path)
+    stem = param_path.name.removesuffix(".param").removesuffix(".ncnn")
+    module = "".join(c if c.isalnum() or c == "_" else "_" for c in stem)
+    if not module or module[0].isdigit():
+        module = "m" + module
+    return param_path.parent / f"{module}_ncnn.py"
+
+
+def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[str, list[int]],
+                   fixed: dict[str, tuple[list, str]]) -> str:
+    """The script's text for files written at `param_path`/`bin_path` from `onnx_path`."""
+    io = model.io()
+    onnx_dtypes = {name: str(model.graph.tensors[name].dtype) for name in model.graph.inputs}
+    keys = ("onnx", "ncnn", "onnx_shape", "ncnn_shape", "batch_axis", "dtype")
+    inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32")}
+              for e in io["inputs"]]
+    outputs = [{k: e[k] for k in keys} for e in io["outputs"]]
+    folder = Path(param_path).resolve().parent
+    script = script_path(param_path)
+    def plain(text: str) -> str:         # safe inside the script's docstring
+        return text.replace("\\", "/").replace('"', "'")
+    return TEMPLATE.format(
+        param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
+        param_path=Path(param_path).name, bin_path=Path(bin_path).name,
+        onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
+        module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
+        inputs=inputs, outputs=outputs, fixed=fixed,
+        examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs})

@@ -1,0 +1,128 @@
+"""Arrays between the ONNX layout a user feeds and reads and the ncnn layout the runtime takes.
+
+ncnn has no batch axis and at most 4 axes: an ONNX input (1, 3, H, W) is the ncnn Mat (3, H, W),
+and a tensor whose axes were merged to fit is reshaped. The conversion records this per graph
+input and output (NcnnModel.io(): ONNX shape, ncnn shape, batch axis, dtype); convert writes
+that record beside the .param as `<stem>.json` (the io sidecar), so that files read back later
+take and give ONNX-shaped arrays too. Files without one (pnnx's, or older ones) only have their
+Input layers' declared extents: a feed of one more axis, leading extent 1, is taken as batched.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+LAYOUTS = ("onnx", "ncnn")
+SIDECAR_FORMAT = "onnx2ncnn-io/1"
+
+
+class LayoutError(ValueError):
+    """An array that fits neither the ONNX nor the ncnn shape of its input; one line."""
+
+
+def _fits(shape: tuple, declared: list) -> bool:
+    return len(shape) == len(declared) and all(d is None or d == s for d, s in zip(declared, shape))
+
+
+def _merged(entry: dict) -> bool:
+    """Axes were merged to fit ncnn (more than the batch axis differs between the two shapes)."""
+    onnx_rank = len(entry["onnx_shape"])
+    return len(entry["ncnn_shape"]) != onnx_rank - (entry["batch_axis"] is not None) and onnx_rank > 0
+
+
+def _fill(shape: list, size: int) -> list[int] | None:
+    """`shape` with its one unknown extent solved from the element count; None if ambiguous."""
+    unknown = [i for i, d in enumerate(shape) if d is None]
+    if len(unknown) > 1:
+        return None
+    return [-1 if d is None else d for d in shape]
+
+
+def to_ncnn(array, entry: dict, layout: str = "onnx") -> np.ndarray:
+    """A user's array for the input `entry` (an io() record) as ncnn takes it: batch axis
+    dropped, merged axes reshaped, in the dtype ncnn reads (float32, or int32 word ids)."""
+    array = np.asarray(array)
+    dtype = entry.get("dtype")
+    onnx_shape, ncnn_shape = entry.get("onnx_shape"), entry.get("ncnn_shape")
+    if layout == "ncnn" or onnx_shape is None:
+        return array
+    if entry.get("inferred") and _fits(array.shape, ncnn_shape):
+        return array        # bare files: the declared ncnn rank is taken as ncnn layout
+    name = entry.get("onnx") or entry.get("ncnn")
+    if not _fits(array.shape, onnx_shape):
+        hint = ("; it has the ncnn shape: pass layout='ncnn' (--layout ncnn) to feed ncnn's layout"
+                if ncnn_shape is not None and _fits(array.shape, ncnn_shape) else "")
+        raise LayoutError(f"input '{name}': array shape {list(array.shape)} does not fit its ONNX shape "
+                          f"{['?' if d is None else d for d in onnx_shape]}{hint}")
+    axis = entry.get("batch_axis")
+    if axis is not None:
+        if array.shape[axis] != 1:
+            raise LayoutError(f"input '{name}': ncnn runs one item at a time, the array has "
+                              f"{array.shape[axis]} on its batch axis {axis}")
+        array = np.squeeze(array, axis)
+    if ncnn_shape is not None and _merged(entry):
+        target = _fill(ncnn_shape, array.size)
+        if target is not None:
+            array = array.reshape(target)
+    array = np.atleast_1d(array)
+    return array.astype(dtype, copy=False) if dtype else array
+
+
+def to_onnx(array: np.ndarray, entry: dict) -> np.ndarray:
+    """An ncnn output in the ONNX layout of `entry`: the batch axis restored, merged axes split."""
+    onnx_shape = entry.get("onnx_shape")
+    if onnx_shape is None:
+        return array
+    if _merged(entry) or not onnx_shape:
+        target = _fill(onnx_shape, array.size)
+        return array.reshape(target) if target is not None else array
+    if entry.get("batch_axis") is not None and array.ndim == len(onnx_shape) - 1:
+        return np.expand_dims(array, entry["batch_axis"])
+    return array
+
+
+def sidecar_path(param_path: str | Path) -> Path:
+    """`m.ncnn.param` -> `m.ncnn.json`."""
+    return Path(param_path).with_suffix(".json")
+
+
+def sidecar_bytes(io: dict) -> bytes:
+    """One line per input and output, so a diff of two conversions reads entry by entry."""
+    lists = {k: "[\n" + ",\n".join(f"  {json.dumps(e)}" for e in io[k]) + "\n ]" for k in ("inputs", "outputs")}
+    return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
+            f' "outputs": {lists["outputs"]}}}\n').encode()
+
+
+def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
+    """The io record written beside these files, if there is one that is ours and names only
+    blobs the .param has (a stale or foreign .json is ignored: the files stay in ncnn layout)."""
+    path = sidecar_path(param_path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != SIDECAR_FORMAT:
+        return None
+    entries = record.get("inputs", []) + record.get("outputs", [])
+    if not all(isinstance(e, dict) and e.get("ncnn") in blobs for e in entries):
+        return None
+    return {"inputs": record["inputs"], "outputs": record["outputs"]}
+
+
+def declared_inputs(graph) -> dict:
+    """An io record for files without a sidecar: each Input layer's declared extents (0=w 1=h
+    11=d 2=c), read as an ONNX shape with a leading batch axis of 1; outputs stay as ncnn gives them."""
+    inputs = []
+    for node in graph.nodes.values():
+        if node.op != "Input" or not node.outputs:
+            continue
+        extents = [node.params.get(k, 0) for k in (2, 11, 1, 0)]     # c, d, h, w
+        ncnn_shape = [e for e in extents if e and e > 0]
+        entry = {"onnx": node.outputs[0], "ncnn": node.outputs[0], "onnx_shape": None, "ncnn_shape": None,
+                 "batch_axis": None, "dtype": None, "inferred": True}
+        if ncnn_shape:
+            entry.update(onnx_shape=[1, *ncnn_shape], ncnn_shape=ncnn_shape, batch_axis=0)
+        inputs.append(entry)
+    return {"inputs": inputs, "outputs": []}
