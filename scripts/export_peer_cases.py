@@ -2,6 +2,7 @@
 Tencent/ncnn) to ONNX, with the input shapes their tests use.
 
     /work/zoo-venv/bin/python scripts/export_peer_cases.py NCNN_GIT_DIR [--out DIR] [--publish DIR] [NAME ...]
+    # the committed set: ... NCNN_GIT_DIR --out models/peer_cases --max-bytes 1000000
 
 NCNN_GIT_DIR is a git directory of Tencent/ncnn (bare is fine); the test files are read from its
 HEAD at run time and never copied into this project. Each file's source is executed with torch
@@ -74,7 +75,7 @@ def describe(tensor: torch.Tensor) -> dict:
     values = tensor.detach().numpy()
     spec = {"shape": list(values.shape), "dtype": str(values.dtype)}
     if values.size:
-        spec.update(low=float(values.min()), high=float(values.max()))
+        spec.update(low=round(float(values.min()), 4), high=round(float(values.max()), 4))
     return spec
 
 
@@ -109,6 +110,8 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", help="test file names without test_ and .py (default all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--publish", type=Path, help="also copy the files to this folder")
+    parser.add_argument("--max-bytes", type=int, help="drop cases whose file is larger (the committed "
+                        "models/peer_cases holds the cases under 1000000 bytes)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     manifest_path = args.out / "manifest.json"
@@ -131,10 +134,13 @@ def main(argv=None) -> int:
             path = args.out / f"{case}.onnx"
             try:
                 manifest[case] = export_case(module, inputs, path)
+                if args.max_bytes is not None and path.stat().st_size > args.max_bytes:
+                    raise ValueError(f"{path.stat().st_size} bytes, over --max-bytes")
             except Exception as exc:
                 path.unlink(missing_ok=True)
                 manifest.pop(case, None)
-                text = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+                text = str(exc).strip().replace(str(path), path.name)
+                text = text.splitlines()[0][:120] if text else ""
                 failures[case] = f"export: {type(exc).__name__}: {text}"
         print(f"{name}: {', '.join(cases) or '-'}", flush=True)
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
