@@ -148,12 +148,30 @@ def albert():
     return hf(AlbertModel(cfg), [ids(), mask()], ["last_hidden_state", "pooler_output"])
 
 
-def gpt2():
+def gpt2(with_mask=False):
+    """With a mask the torchscript exporter never meets the packed-sequence check (aten::diff over
+    position ids) that stops it without one."""
     from transformers import GPT2Config, GPT2Model
     cfg = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_positions=32,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
                      attn_implementation="eager")
-    return hf(GPT2Model(cfg), [ids()], ["last_hidden_state"])
+    return hf(GPT2Model(cfg), [ids(), mask()] if with_mask else [ids()], ["last_hidden_state"])
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaModel
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=LAYERS,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32, use_cache=False,
+                      attn_implementation="eager")
+    return hf(LlamaModel(cfg), [ids(), mask()], ["last_hidden_state"])
+
+
+def hf_swin():
+    from transformers import SwinConfig, SwinModel
+    cfg = SwinConfig(image_size=32, patch_size=2, embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=4,
+                     mlp_ratio=2.0, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0,
+                     attn_implementation="eager")
+    return hf(SwinModel(cfg), [image()], ["last_hidden_state", "pooler_output"])
 
 
 def clip_text():
@@ -299,8 +317,9 @@ def vit_batch2():
 
 BUILDERS = {
     "bert": lambda: bert(False), "bert_mask": lambda: bert(True), "distilbert": distilbert,
-    "roberta": roberta, "albert": albert, "gpt2": gpt2, "clip_text": clip_text, "t5_encoder": t5_encoder,
-    "whisper_encoder": whisper_encoder, "hf_vit": hf_vit, "hf_deit": hf_deit, "hf_mobilevit": hf_mobilevit,
+    "roberta": roberta, "albert": albert, "gpt2": gpt2, "gpt2_mask": lambda: gpt2(True), "llama": llama, "clip_text": clip_text, "t5_encoder": t5_encoder,
+    "whisper_encoder": whisper_encoder, "hf_vit": hf_vit, "hf_deit": hf_deit, "hf_swin": hf_swin,
+    "hf_mobilevit": hf_mobilevit,
     "detr": hf_detr, "vit": timm_vit, "deit": timm_deit, "swin": timm_swin, "mobilevit": mobilevit,
     "maxvit": maxvit, "convnext": convnext, "cnn_batch2": cnn_batch2, "vit_batch2": vit_batch2,
 }

@@ -26,8 +26,14 @@ EXPECTED_REFUSED = {
     "cnn_batch2_ts": BATCH,
     "distilbert_dynamo": "GatherND ('",
     "distilbert_ts": RANK5,
+    "gpt2_mask_dynamo": "GatherND ('",
+    "gpt2_mask_ts": RANK5,
     "hf_mobilevit_dynamo": BATCH,                    # patches folded into the batch axis
     "hf_mobilevit_ts": BATCH,
+    "hf_swin_dynamo": RANK5,
+    "hf_swin_ts": RANK5,
+    "llama_dynamo": "GatherND ('",
+    "llama_ts": RANK5,
     "maxvit_dynamo": RANK5,                          # window partition (1, 4, 2, 4, 2, 16)
     "maxvit_ts": RANK5,
     "mobilevit_dynamo": RANK5,
