@@ -9,7 +9,7 @@ HEAD at run time and never copied into this project. Each file's source is execu
 available; its test functions run until they call torch.jit.trace, which is intercepted: the traced
 module and its example inputs are the case (a file with a second test function, e.g. a batch
 variant, gives a second case). Each case is exported with torch.onnx.export(dynamo=False, opset 17)
-to <out>/<name>.onnx, checked against torch in onnxruntime, and described in <out>/manifest.json
+to <out>/<name>.onnx (where that exporter fails, with dynamo=True, opset 18), checked against torch in onnxruntime, and described in <out>/manifest.json
 (inputs: shape, dtype, the range the test drew from). Cases whose export fails are listed, not fatal.
 Needs torch (a tools venv, not a project dependency); scripts/peer_cases_status.py judges the files.
 """
@@ -29,6 +29,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.export_zoo import strip_debug_info  # noqa: E402
 
 TESTS = "tools/pnnx/tests/ncnn"
 DEFAULT_OUT = Path(os.environ.get("ONNX2NCNN_PEER_CASES", Path.home() / ".cache" / "onnx2ncnn" / "peer_cases"))
@@ -79,7 +82,7 @@ def describe(tensor: torch.Tensor) -> dict:
     return spec
 
 
-def export_case(module, inputs, path: Path) -> dict:
+def export_case(module, inputs, path: Path, dynamo: bool = False) -> dict:
     if not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError("a traced input is not a tensor")
     names = [f"in{k}" for k in range(len(inputs))]
@@ -92,15 +95,19 @@ def export_case(module, inputs, path: Path) -> dict:
         stdout, sys.stdout = sys.stdout, io.StringIO()
         try:
             torch.onnx.export(module, tuple(inputs), str(path), input_names=names, output_names=outputs,
-                              opset_version=17, dynamo=False)
+                              opset_version=18 if dynamo else 17, dynamo=dynamo,
+                              **({"external_data": False} if dynamo else {}))
         finally:
             sys.stdout = stdout
+    if dynamo:
+        strip_debug_info(path)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     feeds = {i.name: inputs[names.index(i.name)].numpy() for i in session.get_inputs()}
     got = session.run(None, feeds)
     agrees = len(got) == len(want) and all(
         g.shape == tuple(w.shape) and np.allclose(g, w.numpy(), rtol=1e-3, atol=1e-3) for g, w in zip(got, want))
-    return {"inputs": {n: describe(t) for n, t in zip(names, inputs) if n in feeds},
+    return {"exporter": "dynamo" if dynamo else "ts",
+            "inputs": {n: describe(t) for n, t in zip(names, inputs) if n in feeds},
             "outputs": outputs, "onnxruntime_matches_torch": bool(agrees)}
 
 
@@ -116,7 +123,11 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     manifest_path = args.out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() and args.names else {}
+    failures_path = args.out / "export_failures.txt"
     failures = {}
+    if args.names and failures_path.exists():       # a partial run keeps the other files' entries
+        failures = dict(line.split(": ", 1) for line in failures_path.read_text().splitlines() if ": " in line)
+        failures = {k: v for k, v in failures.items() if not any(k == n or k.startswith(n + "_") for n in args.names)}
     torch.jit.trace = capture_trace
     os.system = lambda command: 0          # the tests call pnnx after tracing; never reached, but never run
     sources = test_sources(args.git_dir)
@@ -132,26 +143,34 @@ def main(argv=None) -> int:
             failures[name] = "no traced module (the test skips on this torch)"
         for case, (module, inputs) in cases.items():
             path = args.out / f"{case}.onnx"
-            try:
-                manifest[case] = export_case(module, inputs, path)
-                if args.max_bytes is not None and path.stat().st_size > args.max_bytes:
-                    raise ValueError(f"{path.stat().st_size} bytes, over --max-bytes")
-            except Exception as exc:
-                path.unlink(missing_ok=True)
-                manifest.pop(case, None)
-                text = str(exc).strip().replace(str(path), path.name)
-                text = text.splitlines()[0][:120] if text else ""
-                failures[case] = f"export: {type(exc).__name__}: {text}"
+            for dynamo in (False, True):    # the dynamo exporter only where the torchscript one fails
+                try:
+                    manifest[case] = export_case(module, inputs, path, dynamo)
+                    if args.max_bytes is not None and path.stat().st_size > args.max_bytes:
+                        raise ValueError(f"{path.stat().st_size} bytes, over --max-bytes")
+                    break
+                except Exception as exc:
+                    path.unlink(missing_ok=True)
+                    manifest.pop(case, None)
+                    text = str(exc).strip().replace(str(path), path.name)
+                    text = text.splitlines()[0][:120] if text else ""
+                    failures[case] = (f"{failures[case]}; dynamo: {type(exc).__name__}: {text}" if dynamo
+                                      else f"export: {type(exc).__name__}: {text}")
+            else:
+                continue
+            if dynamo:
+                failures[case] += " (exported with dynamo=True instead)"
         print(f"{name}: {', '.join(cases) or '-'}", flush=True)
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
-    (args.out / "export_failures.txt").write_text("".join(f"{k}: {v}\n" for k, v in sorted(failures.items())))
+    failures_path.write_text("".join(f"{k}: {v}\n" for k, v in sorted(failures.items())))
     if args.publish:
         args.publish.mkdir(parents=True, exist_ok=True)
-        for f in [*args.out.glob("*.onnx"), manifest_path, args.out / "export_failures.txt"]:
+        for f in [*args.out.glob("*.onnx"), manifest_path, failures_path]:
             shutil.copy(f, args.publish / f.name)
     total = sum(p.stat().st_size for p in args.out.glob("*.onnx"))
     mismatched = [k for k, v in manifest.items() if not v["onnxruntime_matches_torch"]]
-    print(f"{len(manifest)} cases exported ({total / 2**20:.2f} MiB) to {args.out}; {len(failures)} not exported; "
+    lost = sorted(k for k in failures if k not in manifest)
+    print(f"{len(manifest)} cases exported ({total / 2**20:.2f} MiB) to {args.out}; {len(lost)} not exported; "
           f"onnxruntime differs from torch on {len(mismatched)}: {' '.join(mismatched)}")
     for k, v in sorted(failures.items()):
         print(f"  {k}: {v}")
