@@ -324,6 +324,13 @@ BUILDERS = {
     "maxvit": maxvit, "convnext": convnext, "cnn_batch2": cnn_batch2, "vit_batch2": vit_batch2,
 }
 
+# exported with these input axes dynamic (named as in dynamic_axes); the manifest's shapes are one size
+SEQ_AXES = {0: "batch", 1: "seq"}
+DYNAMIC = {"bert_mask_dyn": {"input_ids": SEQ_AXES, "attention_mask": SEQ_AXES},
+           "vit_dyn": {"x": {0: "batch"}}, "cnn_dyn": {"x": {0: "batch", 2: "height", 3: "width"}}}
+BUILDERS.update({"bert_mask_dyn": lambda: bert(True), "vit_dyn": timm_vit,
+                 "cnn_dyn": lambda: (SmallCnn(), [image("x")], ["logits"])})
+
 
 # ---- export and checks ----
 
@@ -343,12 +350,18 @@ def check_outputs_vary(model, specs, out_names) -> None:
             raise ValueError(f"output {name} is near constant (std {std:.3g})")
 
 
-def export(model, specs, out_names, path: Path, dynamo: bool) -> None:
+def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | None = None) -> None:
     args = torch_args(specs, np.random.default_rng(0))
     kwargs = dict(input_names=[s[0] for s in specs], output_names=out_names, opset_version=17 if not dynamo else 18,
                   dynamo=dynamo)
     if dynamo:
         kwargs["external_data"] = False
+    if dynamic and not dynamo:
+        kwargs["dynamic_axes"] = dynamic
+    elif dynamic:     # positional, one entry per input; Dims of the same name are the same size
+        dims = {n: torch.export.Dim(n, max=32 if n == "seq" else 64) for axes in dynamic.values() for n in axes.values()}
+        kwargs["dynamic_shapes"] = tuple({a: dims[n] for a, n in dynamic.get(s[0], {}).items()} or None
+                                         for s in specs)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         sink = io.StringIO()
@@ -428,7 +441,7 @@ def main(argv=None) -> int:
             key = f"{name}_{exporter}"
             path = args.out / f"{key}.onnx"
             try:
-                export(module, specs, out_names, path, EXPORTERS[exporter])
+                export(module, specs, out_names, path, EXPORTERS[exporter], DYNAMIC.get(name))
                 check_onnxruntime(module, specs, out_names, path)
             except Exception as exc:
                 path.unlink(missing_ok=True)
@@ -443,7 +456,8 @@ def main(argv=None) -> int:
             manifest[key] = {
                 "model": name, "exporter": exporter,
                 "inputs": [dict(zip(("name", "shape", "dtype", "kind", "low", "high"), s)) for s in specs],
-                "outputs": out_names, "bytes": path.stat().st_size, "ops": ops}
+                "outputs": out_names, "bytes": path.stat().st_size, "ops": ops,
+                **({"dynamic": DYNAMIC[name]} if name in DYNAMIC else {})}
             print(f"{key}: {path.stat().st_size // 1024} KiB, {sum(ops.values())} nodes: "
                   + " ".join(f"{k}:{v}" for k, v in ops.items()), flush=True)
             if args.publish:
