@@ -67,7 +67,8 @@ def cmd_convert(args) -> int:
     io = model.io()
     if args.json:
         print(json.dumps({"param": str(param), "bin": str(bin_), "layers": len(model.graph.nodes),
-                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
+                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io,
+                          "warnings": model.stats.get("warnings", [])}))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers, "
           f"{model.stats.get('reshapes_inserted', 0)} broadcast reshapes inserted")
