@@ -24,7 +24,7 @@ rtol 1e-3, atol 1e-4, or the case's own rtol/atol where those are looser; NaNs m
 the same places; interpreter vs real ncnn: rtol 1e-4, atol 1e-5 (both float32 kernels).
 
 Cases run in `--workers` child processes (one long-lived child converts and runs many
-cases; a child that dies is replaced and its case counted as a crash).
+cases; a child that dies or hangs is replaced and its case counted as a crash).
 """
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ INTEGER_TYPES = {TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorP
                  TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL}
 OUTCOMES = ("pass", "refused", "wrong", "warned", "interp", "crash", "error")
 BAD = ("wrong", "interp", "crash", "error")
+CASE_TIMEOUT = 120.0                     # seconds one case may take in a loaded machine's child
 
 
 @dataclass
@@ -201,7 +202,10 @@ def _serve(conn) -> None:
                 result = run_case(case, Path(tmp))
             except Exception as exc:           # a bug of ours: reported, the child carries on
                 result = Result(case.name, "error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-            conn.send(result)
+            try:
+                conn.send(result)
+            except OSError:                    # the parent gave up on this child
+                return
 
 
 # ---- the parent ---------------------------------------------------------------------------
@@ -213,9 +217,10 @@ class Child:
         self.proc.start()
         theirs.close()
         self.case: Case | None = None
+        self.since = 0.0
 
     def give(self, case: Case) -> None:
-        self.case = case
+        self.case, self.since = case, time.monotonic()
         self.conn.send(case)
 
     def close(self) -> None:
@@ -223,10 +228,20 @@ class Child:
         self.proc.join(5)
         if self.proc.is_alive():
             self.proc.kill()
+            self.proc.join(5)
 
 
-def run_suite(cases: list[Case], workers: int | None = None) -> list[Result]:
-    """Every case through its children; results in the cases' order."""
+def _reply(child: Child) -> Result:
+    try:
+        return child.conn.recv()
+    except (EOFError, OSError):         # the child died (a reset pipe included)
+        child.proc.join(5)
+        return Result(child.case.name, "crash", f"exit code {child.proc.exitcode}")
+
+
+def run_suite(cases: list[Case], workers: int | None = None, case_timeout: float = CASE_TIMEOUT) -> list[Result]:
+    """Every case through its children; results in the cases' order. A child that dies or takes
+    longer than `case_timeout` on one case is replaced; that case is a crash."""
     from multiprocessing.connection import wait
     ctx = mp.get_context("spawn")          # a clean interpreter: the caller may hold threads
     todo = list(reversed(cases))
@@ -238,15 +253,20 @@ def run_suite(cases: list[Case], workers: int | None = None) -> list[Result]:
                 child.give(todo.pop())
         while any(c.case is not None for c in children):
             busy = {c.conn: c for c in children if c.case is not None}
-            for conn in wait(list(busy)):
-                child = busy[conn]
-                try:
-                    result = conn.recv()
-                except EOFError:
-                    child.proc.join(5)
-                    result = Result(child.case.name, "crash", f"exit code {child.proc.exitcode}")
-                    children[children.index(child)] = child = Child(ctx)
+            ready = wait(list(busy), timeout=1.0)
+            now = time.monotonic()
+            for child in busy.values():
+                if child.conn in ready:
+                    result = _reply(child)
+                elif now - child.since > case_timeout:
+                    result = Result(child.case.name, "crash", f"no answer in {case_timeout:g} s")
+                else:
+                    continue
                 results[result.name] = result
+                if result.outcome == "crash":
+                    child.proc.kill()
+                    child.close()
+                    children[children.index(child)] = child = Child(ctx)
                 child.case = None
                 if todo:
                     child.give(todo.pop())
