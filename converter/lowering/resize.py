@@ -26,6 +26,7 @@ from ..onnx_resize import F32, ResizeMode, Unmodelled, axis_matrix as onnx_matri
 from . import lowers
 from .common import fail, layer, new_tensor
 from .cnn import require_float
+from .resize_spec import refuse_where_spec_differs
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -53,8 +54,7 @@ def resize(graph: Graph, node: Node) -> list[Node]:
     if x.shape is None:
         raise fail(node, graph, "the rank of the input is unknown")
     axes = _targets(graph, node, x.shape)
-    if _input_value(graph, node, 3, "sizes") is None:
-        _refuse_fractional_length(graph, node, mode, axes)
+    refuse_where_spec_differs(graph, node, mode, axes, by_scales=_input_value(graph, node, 3, "sizes") is None)
     view, wh = _view(graph, node, x, axes)
     params = _choose_params(graph, node, mode, wh)
     return _emit(graph, node, view, params)
@@ -120,31 +120,6 @@ def _targets(graph: Graph, node: Node, shape) -> list[Axis]:
         scale = None if size is None else F32(out) / F32(size) if size else F32(1)
         axes.append(Axis(size, out, scale, size is None or out != size))
     return axes
-
-
-def _refuse_fractional_length(graph: Graph, node: Node, mode: ResizeMode, axes: list[Axis]) -> None:
-    """Given scales, the ONNX spec's length_resized is scale * extent, a fraction when the product
-    is not whole; onnxruntime (and ncnn) use the whole output extent. align_corners divides by
-    length_resized - 1 and pytorch_half_pixel tests length_resized > 1, so there the spec (the node
-    tests' expected numbers) and onnxruntime compute different pixels: neither can be promised."""
-    if mode.transform not in ("align_corners", "pytorch_half_pixel"):
-        return
-    for i, ax in enumerate(axes):
-        if not ax.touched:
-            continue
-        if ax.size is None:
-            # a whole scale keeps every product whole; pytorch_half_pixel parts only at lengths in (1, 2)
-            if float(ax.scale).is_integer() or (mode.transform == "pytorch_half_pixel" and ax.scale > 2):
-                continue
-            raise fail(node, graph, f"{mode.transform} with scale {float(ax.scale):g} on axis {i} of unknown "
-                                    "extent: where scale * extent is not whole the ONNX spec and onnxruntime "
-                                    "compute different pixels; give the extent with --input-shape or sizes")
-        length = F32(ax.size) * F32(ax.scale)
-        if length == ax.out or (mode.transform == "pytorch_half_pixel" and ax.out > 1):
-            continue
-        raise fail(node, graph, f"{mode.transform} with scale {float(ax.scale):g} on axis {i}: the ONNX spec "
-                                f"resizes to a length of {float(length):g} where onnxruntime uses {ax.out}, and "
-                                "the two compute different pixels; give sizes instead of scales")
 
 
 def _scaled_axis(size, scale: F32) -> Axis:
