@@ -23,6 +23,7 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .refuse_empty_blobs import refuse_empty_blobs
 
 Pass = Callable[[Graph], dict]
 
@@ -56,6 +57,8 @@ PIPELINE: list[Pass] = [
     fuse_innerproduct_bias,
     materialize_constants,
     eliminate_dead,
+    # on the layers ncnn will run, before any file could be written
+    refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
     fuse_activation,
     # last: it counts the final readers of each blob

@@ -22,9 +22,6 @@ def materialize_constants(graph: Graph) -> dict:
             users = ", ".join(f"'{n.origin or n.name}'" for n in graph.consumers(name))
             raise ConversionError(f"constant '{name}' of shape {list(t.shape)} used by {users} "
                                   "has more than 4 axes, which ncnn cannot hold")
-        if np.asarray(t.value).size == 0:       # a MemoryData of no values does not load
-            raise ConversionError(f"constant '{name}' of shape {list(t.shape)} is empty; ncnn has no "
-                                  "empty blobs")
         graph.add_node(Node(graph.fresh_name(f"{name}_data"), "MemoryData", [], [name],
                             params=shape_params(shape),
                             weights=[np.asarray(t.value, dtype=np.float32).ravel()],
