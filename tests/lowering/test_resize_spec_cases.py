@@ -81,3 +81,14 @@ def test_fractional_length_is_refused_where_references_part(transform, scales, r
 def test_cubic_coeff_a_other_than_ncnn_is_refused():
     with pytest.raises(ConversionError, match="cubic_coeff_a -0.5"):
         convert(_model((1, 1, 4, 4), "half_pixel", scales=(2.0, 2.0), a=-0.5))
+
+
+@pytest.mark.parametrize("mode,transform,target,message", [
+    ("linear", "half_pixel", dict(scales=(1.1, 1.2)), "keep every extent: onnxruntime copies the input"),
+    ("cubic", "pytorch_half_pixel", dict(sizes=(1, 4)), "to an extent of 1 on axis 2: the ONNX spec samples at -0.5"),
+])
+def test_other_places_the_references_part_are_refused(mode, transform, target, message):
+    model = _model((1, 1, 4, 4), transform, mode=mode, **target)
+    assert not _references_agree(model, random_inputs(model))
+    with pytest.raises(ConversionError, match=message):
+        convert(model)
