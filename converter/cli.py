@@ -107,7 +107,8 @@ def cmd_convert(args) -> int:
     io = model.io()
     if args.json:
         print(json.dumps({"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
-                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
+                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io,
+                          "warnings": model.stats.get("warnings", [])}))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")

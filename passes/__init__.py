@@ -25,8 +25,9 @@ from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
-from .split_wide_transposes import split_wide_transposes
+from .refuse_empty_blobs import refuse_empty_blobs
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
+from .split_wide_transposes import split_wide_transposes
 
 Pass = Callable[[Graph], dict]
 
@@ -69,6 +70,8 @@ PIPELINE: list[Pass] = [
     fuse_innerproduct_bias,
     materialize_constants,
     eliminate_dead,
+    # on the layers ncnn will run, before any file could be written
+    refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
     fuse_activation,
     # last: it counts the final readers of each blob

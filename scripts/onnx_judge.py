@@ -92,7 +92,7 @@ def judge_converted(converted, model: onnx.ModelProto, feeds_list: list[dict],
             for backend in backends:
                 try:
                     got = (run_ncnn(param, bin_, ncnn_feeds, names) if backend == "ncnn"
-                           else converted.run(ncnn_feeds))
+                           else converted.run(ncnn_feeds, layout="ncnn"))
                 except (NcnnCrash, NcnnError) as exc:
                     return Verdict("crash", f"ncnn: {first_line(exc)}")
                 except Exception as exc:

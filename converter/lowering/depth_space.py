@@ -1,8 +1,8 @@
 """DepthToSpace -> ncnn PixelShuffle, SpaceToDepth -> ncnn Reorg, on (1, C, H, W).
 
-ncnn mode 0 numbers the block's pixels inside each output channel (ONNX's
-CRD), mode 1 numbers the output channels inside each block pixel (DCR, and
-SpaceToDepth's only order).
+In both layers ncnn mode 0 numbers the block's pixels inside each channel (ONNX's
+CRD), mode 1 numbers the channels inside each block pixel (DCR, the default of both
+ops; SpaceToDepth has a mode attribute since opset 28).
 """
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from ..ir import Graph, Node
 from . import lowers
 from .common import fail, layer, spatial_input
 
-PIXELSHUFFLE_MODES = {"CRD": 0, "DCR": 1}
-REORG_BLOCK_OUTER = 1
+NCNN_MODES = {"CRD": 0, "DCR": 1}
 
 
 def _blocksize(graph: Graph, node: Node) -> int:
@@ -22,17 +21,20 @@ def _blocksize(graph: Graph, node: Node) -> int:
     return size
 
 
+def _mode(graph: Graph, node: Node) -> int:
+    mode = node.attrs.get("mode", "DCR")
+    if mode not in NCNN_MODES:
+        raise fail(node, graph, f"unknown mode {mode!r}")
+    return NCNN_MODES[mode]
+
+
 @lowers("DepthToSpace")
 def depth_to_space(graph: Graph, node: Node) -> list[Node]:
-    size = _blocksize(graph, node)
-    mode = node.attrs.get("mode", "DCR")
-    if mode not in PIXELSHUFFLE_MODES:
-        raise fail(node, graph, f"unknown mode {mode!r}")
     return [layer(node, graph, "PixelShuffle", node.inputs[:1], node.outputs[:1],
-                  {0: size, 1: PIXELSHUFFLE_MODES[mode]})]
+                  {0: _blocksize(graph, node), 1: _mode(graph, node)})]
 
 
 @lowers("SpaceToDepth")
 def space_to_depth(graph: Graph, node: Node) -> list[Node]:
-    size = _blocksize(graph, node)
-    return [layer(node, graph, "Reorg", node.inputs[:1], node.outputs[:1], {0: size, 1: REORG_BLOCK_OUTER})]
+    return [layer(node, graph, "Reorg", node.inputs[:1], node.outputs[:1],
+                  {0: _blocksize(graph, node), 1: _mode(graph, node)})]

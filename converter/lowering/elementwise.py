@@ -82,6 +82,17 @@ def _pow_by_constant(graph: Graph, node: Node) -> list[Node] | None:
     return None if steps is None else unary_chain(node, graph, x, out, steps)
 
 
+def _warn_pow_base(graph: Graph, node: Node) -> None:
+    """BinaryOp pow stays: right for positive bases only, which the converter cannot promise
+    unless the base is a constant."""
+    base = graph.value(node.inputs[0])
+    if base is not None and np.all(base > 0):
+        return
+    graph.warnings.append(f"{node.describe()}: ncnn's BinaryOp pow is wrong for bases <= 0 (x86 gives "
+                          "about 2.4e38 where ONNX gives 0, inf or NaN); the converted model is right only "
+                          "for positive bases")
+
+
 @lowers(*BINARY)
 def elementwise(graph: Graph, node: Node) -> list[Node]:
     _check_float(graph, node)
@@ -89,6 +100,7 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
         as_unary = _pow_by_constant(graph, node)
         if as_unary is not None:
             return as_unary
+        _warn_pow_base(graph, node)
     if node.op == "Div" and graph.tensors[node.outputs[0]].dtype.kind in "iu":
         return _integer_division(graph, node)
     op = BINARY_OPS[BINARY[node.op]]

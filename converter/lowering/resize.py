@@ -28,6 +28,7 @@ from ..onnx_resize import axis_matrix as onnx_matrix
 from ..onnx_resize import nearest_sources as onnx_nearest
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
+from .resize_spec import refuse_where_spec_differs
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -55,6 +56,7 @@ def resize(graph: Graph, node: Node) -> list[Node]:
     if x.shape is None:
         raise fail(node, graph, "the rank of the input is unknown")
     axes = _targets(graph, node, x.shape)
+    refuse_where_spec_differs(graph, node, mode, axes, by_scales=_input_value(graph, node, 3, "sizes") is None)
     view, wh = _view(graph, node, x, axes)
     params = _choose_params(graph, node, mode, wh)
     return _emit(graph, node, view, params)
