@@ -12,6 +12,7 @@ from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
+from .fuse_attention import fuse_attention
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_hardswish import fuse_hardswish
@@ -43,6 +44,9 @@ PIPELINE: list[Pass] = [
     fuse_swish,
     fuse_hardswish,
     fuse_gelu,
+    # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
+    # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
+    fuse_attention,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
