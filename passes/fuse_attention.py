@@ -285,7 +285,7 @@ def _inner(graph: Graph, nodes: list[Node], last: Node) -> bool:
     return True
 
 
-def _match(graph: Graph, softmax: Node) -> tuple[Node, list[Node], list[Node]]:
+def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
     x = graph.tensors[softmax.inputs[0]]
     axis = softmax.attrs.get("axis", -1 if graph.opset >= 13 else 1)
     _need(x.rank == 4 and axis % 4 == 3)
@@ -312,7 +312,12 @@ def _match(graph: Graph, softmax: Node) -> tuple[Node, list[Node], list[Node]]:
     last = out.nodes[-1]
     _need(_inner(graph, nodes, last))
     stem = softmax.name
-    mask_name, mask_nodes = (None, []) if mask is None else _mask_input(graph, mask, heads, t, s, stem)
+    mask_name, mask_nodes = None, []
+    if mask is not None:        # the layers of one model share their mask: broadcast it once
+        key = (mask, heads, t, s)
+        if key not in masks:
+            masks[key], mask_nodes = _mask_input(graph, mask, heads, t, s, stem)
+        mask_name = masks[key]
 
     def cols(p: Projection, offset: int) -> tuple[np.ndarray, np.ndarray]:
         return (np.ascontiguousarray(p.weight[:, offset:offset + embed].T),
@@ -329,12 +334,12 @@ def _match(graph: Graph, softmax: Node) -> tuple[Node, list[Node], list[Node]]:
 
 
 def fuse_attention(graph: Graph) -> dict:
-    fused = 0
+    fused, masks = 0, {}
     for softmax in graph.topological():
         if softmax.op != "Softmax" or softmax.ncnn or softmax.name not in graph.nodes:
             continue
         try:
-            node, nodes, mask_nodes = _match(graph, softmax)
+            node, nodes, mask_nodes = _match(graph, softmax, masks)
         except NoMatch:
             continue
         for n in nodes:
