@@ -17,6 +17,8 @@ from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
+from .fuse_layernorm import fuse_layernorm
+from .fuse_rmsnorm import fuse_rmsnorm
 from .fuse_swish import fuse_swish
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
@@ -43,6 +45,10 @@ PIPELINE: list[Pass] = [
     fuse_conv_batchnorm,
     fuse_swish,
     fuse_hardswish,
+    # layer norm first: its variance step, (x - mean) / sqrt(mean((x - mean)^2) + eps), is also an
+    # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
+    fuse_layernorm,
+    fuse_rmsnorm,
     fuse_gelu,
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
