@@ -15,6 +15,7 @@ from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
+from .fuse_gelu_tanh import fuse_gelu_tanh
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
@@ -50,6 +51,7 @@ PIPELINE: list[Pass] = [
     fuse_layernorm,
     fuse_rmsnorm,
     fuse_gelu,
+    fuse_gelu_tanh,
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
