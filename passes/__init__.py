@@ -7,6 +7,7 @@ from typing import Callable
 from converter.ir import Graph
 
 from .convert_batched_conv1d import convert_batched_conv1d
+from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -66,6 +67,9 @@ PIPELINE: list[Pass] = [
     fix_broadcast,
     # while constants are still tensor values, before they become MemoryData layers
     fuse_innerproduct_bias,
+    # after the bias is folded in (Gemm takes it as C); before fuse_activation, which would fuse
+    # an activation into an InnerProduct that Gemm cannot carry
+    convert_innerproduct_gemm,
     materialize_constants,
     eliminate_dead,
     # after dead readers are gone, so an activation is more often its producer's only reader
