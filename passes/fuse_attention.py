@@ -67,15 +67,37 @@ def _scale_of(graph: Graph, node: Node) -> tuple[str, float] | None:
 @dataclass
 class Projection:
     out: str                # the projected tensor (1, T, N)
-    x: str                  # the projected input (1, T, K)
+    x: str                  # the projected input: (1, T, K), or (T, K) for a Gemm
     weight: np.ndarray      # (K, N)
     bias: np.ndarray        # (N,)
     nodes: list[Node]
 
 
-def _projection(graph: Graph, name: str) -> Projection | None:
-    """`name` = MatMul(x, W) [+ b] with constant W (K, N) and a bias of N values."""
+def _gemm_projection(graph: Graph, name: str) -> Projection | None:
+    """`name` = Gemm(x, B [, C]) with x a (T, K) matrix, constant B and a per-column C."""
     node = graph.producer(name)
+    if node is None or node.op != "Gemm" or node.ncnn or node.attrs.get("transA", 0):
+        return None
+    b = _const(graph, node.inputs[1])
+    c = _const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    x = graph.tensors[node.inputs[0]]
+    if b is None or b.dtype != np.float32 or x.rank != 2 or (len(node.inputs) > 2 and node.inputs[2] and c is None):
+        return None
+    alpha, beta = np.float32(node.attrs.get("alpha", 1.0)), np.float32(node.attrs.get("beta", 1.0))
+    weight = (b.T if node.attrs.get("transB", 0) else b) * alpha
+    n = weight.shape[1]
+    if c is None:
+        c = np.zeros(n, np.float32)
+    if c.dtype != np.float32 or c.size != n or c.ndim > 2:
+        return None
+    return Projection(name, x.name, weight.astype(np.float32), (c.reshape(-1) * beta).astype(np.float32), [node])
+
+
+def _projection(graph: Graph, name: str) -> Projection | None:
+    """`name` = MatMul(x, W) [+ b] with constant W (K, N) and a bias of N values, or a Gemm."""
+    node = graph.producer(name)
+    if node is not None and node.op == "Gemm":
+        return _gemm_projection(graph, name)
     bias = None
     if node is not None and node.op == "Add" and len(node.inputs) == 2 and not node.ncnn:
         for p, b in (node.inputs, node.inputs[::-1]):
@@ -165,8 +187,9 @@ def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
     (1, H, D, T) when `transposed`) that reads columns offset + h*D + d of its projection."""
     proj, chain, scale = _trace_back(graph, name, allow_scale)
     p_shape = _static(graph, proj.out)
-    _need(len(p_shape) == 3 and p_shape[0] == 1)
+    _need(len(p_shape) == 2 or len(p_shape) == 3 and p_shape[0] == 1)
     arr = np.arange(int(np.prod(p_shape))).reshape(p_shape)
+    p_shape = p_shape[-2:]
     for node, out, is_scale in chain:
         if not is_scale:
             arr = _apply(graph, node, arr, out)
@@ -174,9 +197,9 @@ def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
     heads, t, d = (arr.shape[1], arr.shape[3], arr.shape[2]) if transposed else arr.shape[1:]
     offset = int(arr.flat[0])
     h_i, t_i, d_i = np.ogrid[:heads, :t, :d]
-    want = t_i * p_shape[2] + offset + h_i * d + d_i
+    want = t_i * p_shape[1] + offset + h_i * d + d_i
     _need(np.array_equal(arr[0], want.transpose(0, 2, 1) if transposed else want))
-    _need(t == p_shape[1])
+    _need(t == p_shape[0])
     return proj, [n for n, _, _ in chain], scale, offset, heads, d
 
 
@@ -221,7 +244,7 @@ def _output(graph: Graph, name: str, heads: int, t: int, d: int):
         readers = graph.consumers(name)
         _need(graph.use_count(name) == 1 and len(readers) == 1 and not readers[0].ncnn)
         node = readers[0]
-        if node.op == "MatMul" and node.inputs[0] == name:
+        if node.op in ("MatMul", "Gemm") and node.inputs[0] == name:
             break
         _need(node.op in LAYOUT_OPS and node.op not in ("Split", "Gather", "Slice")
               and node.inputs[0] == name and len(node.outputs) == 1)
@@ -231,7 +254,8 @@ def _output(graph: Graph, name: str, heads: int, t: int, d: int):
     h_i, t_i, d_i = np.ogrid[:heads, :t, :d]
     want = np.zeros((t, heads * d), np.int64)
     want[t_i, h_i * d + d_i] = h_i * t * d + t_i * d + d_i
-    _need(arr.shape == (1, t, heads * d) and np.array_equal(arr[0], want))
+    _need(arr.shape[-2:] == (t, heads * d) and arr.size == want.size
+          and np.array_equal(arr.reshape(want.shape), want))
     final = node.outputs[0]
     readers = graph.consumers(final)
     if graph.use_count(final) == 1 and len(readers) == 1 and readers[0].op == "Add":
@@ -285,6 +309,22 @@ def _inner(graph: Graph, nodes: list[Node], last: Node) -> bool:
     return True
 
 
+def _rows(graph: Graph, name: str) -> tuple[int, int]:
+    """(rows, width) of a tensor that is a static 2-D blob in ncnn, as MultiHeadAttention reads it."""
+    shape = graph.tensors[name].ncnn_shape
+    _need(shape is not None and len(shape) == 2 and None not in shape)
+    return shape
+
+
+def _is_identity(graph: Graph, node: Node) -> bool:
+    """A node that passes its float32 input on unchanged (torch writes a float->float Cast after
+    HF's softmax)."""
+    if node.op in ("Identity", "Dropout") and len(node.outputs) == 1 or node.op == "Cast":
+        source, result = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+        return source.dtype == result.dtype == np.float32 and source.shape == result.shape
+    return False
+
+
 def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
     x = graph.tensors[softmax.inputs[0]]
     axis = softmax.attrs.get("axis", -1 if graph.opset >= 13 else 1)
@@ -292,22 +332,26 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
     qk, score_nodes, scale, mask = _scores(graph, softmax)
     q = _heads(graph, qk.inputs[0], True, False)
     k = _heads(graph, qk.inputs[1], True, True)
-    readers = graph.consumers(softmax.outputs[0])
-    _need(len(readers) == 1 and readers[0].op == "MatMul" and readers[0].inputs[0] == softmax.outputs[0])
+    probs, passthrough = softmax.outputs[0], []
+    while True:
+        readers = graph.consumers(probs)
+        _need(graph.use_count(probs) == 1 and len(readers) == 1 and not readers[0].ncnn)
+        if not _is_identity(graph, readers[0]):
+            break
+        passthrough.append(readers[0])
+        probs = readers[0].outputs[0]
+    _need(readers[0].op == "MatMul" and readers[0].inputs[0] == probs)
     pv = readers[0]
     v = _heads(graph, pv.inputs[1], False, False)
     (qp, qn, qs, qo, heads, d), (kp, kn, ks, ko, kh, kd), (vp, vn, _, vo, vh, vd) = q, k, v
     _need(heads == kh == vh and d == kd == vd)
     embed = heads * d
-    t, s = _static(graph, qp.x)[1], _static(graph, kp.x)[1]
-    _need(_static(graph, vp.x)[1] == s)
+    (t, qdim), (s, kdim), (s_v, vdim) = (_rows(graph, p.x) for p in (qp, kp, vp))
+    _need(s_v == s)
     out_nodes, out = _output(graph, pv.outputs[0], heads, t, d)
-    qdim = _static(graph, qp.x)[2]
-    _need(out.weight.shape == (embed, qdim))
-    for x_name in (qp.x, kp.x, vp.x):
-        _need(graph.tensors[x_name].batch_axis == 0)
+    _need(out.weight.shape == (embed, qdim) and _rows(graph, out.out) == (t, qdim))
     projections = {id(n): n for p in (qp, kp, vp) for n in p.nodes}
-    nodes = [*projections.values(), *qn, *kn, *vn, *score_nodes, softmax, pv, *out_nodes, *out.nodes]
+    nodes = [*projections.values(), *qn, *kn, *vn, *score_nodes, softmax, *passthrough, pv, *out_nodes, *out.nodes]
     nodes = list({n.name: n for n in nodes}.values())
     last = out.nodes[-1]
     _need(_inner(graph, nodes, last))
@@ -324,7 +368,7 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
                 np.ascontiguousarray(p.bias[offset:offset + embed]))
     (wq, bq), (wk, bk), (wv, bv) = cols(qp, qo), cols(kp, ko), cols(vp, vo)
     blobs = [qp.x] if qp.x == kp.x == vp.x else [qp.x, kp.x] if kp.x == vp.x else [qp.x, kp.x, vp.x]
-    params = {0: embed, 1: heads, 2: embed * qdim, 3: _static(graph, kp.x)[2], 4: _static(graph, vp.x)[2],
+    params = {0: embed, 1: heads, 2: embed * qdim, 3: kdim, 4: vdim,
               5: int(mask is not None), 6: float(np.float32(scale * qs * ks))}
     fused = Node(graph.fresh_name(f"{stem}_attention"), "MultiHeadAttention",
                  blobs + ([mask_name] if mask_name else []), [last.outputs[0]], params=params,

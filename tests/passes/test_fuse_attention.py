@@ -34,7 +34,11 @@ class Builder:
         self.nodes.append(helper.make_node(op, list(inputs), outs, **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def linear(self, x, k, n, bias=True):
+    def linear(self, x, k, n, bias=True, gemm=False):
+        if gemm:        # dynamo's GPT-2: rows flattened, Gemm (transB), shaped back
+            rows = self.op("Reshape", x, self.const(np.array([-1, k])))
+            y = self.op("Gemm", rows, self.const(rand(n, k)), self.const(rand(n)), transB=1, alpha=0.5)
+            return self.op("Reshape", y, self.const(np.array([1, -1, n])))
         y = self.op("MatMul", x, self.const(rand(k, n)))
         return self.op("Add", y, self.const(rand(n))) if bias else y
 
@@ -47,13 +51,13 @@ class Builder:
 
 def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fused_qkv=False,
               three_transposes=False, softmax_axis=-1, mask_op="Add", mask_first=False,
-              out_bias=True, extra_output=False):
+              out_bias=True, extra_output=False, softmax_cast=False, gemm=False):
     """y = attention(x [, memory]) in the layout torch exporters write; the keywords pick variants."""
     b = Builder()
     kv = "m" if cross else "x"
     length, kdim = (S, 6) if cross else (T, C)
     if fused_qkv:       # one projection, cut by Split into q, k, v (timm ViT writes Gather over 5-D)
-        qkv = b.op("Transpose", b.op("Reshape", b.linear("x", C, 3 * C), b.const(np.array([1, T, 3, H, D]))),
+        qkv = b.op("Transpose", b.op("Reshape", b.linear("x", C, 3 * C, gemm=gemm), b.const(np.array([1, T, 3, H, D]))),
                    perm=[2, 0, 3, 1, 4])
         q, k, v = (b.op("Squeeze", part, b.const(np.array([0])))
                    for part in b.op("Split", qkv, n_out=3, axis=0))
@@ -78,8 +82,10 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
     if mask is not None and not mask_first:
         scores = b.op(mask_op, "mask", scores) if mask == "first" else b.op(mask_op, scores, "mask")
     probs = b.op("Softmax", scores, axis=softmax_axis)
+    if softmax_cast:    # HF's torchscript export: float -> float Casts after the softmax
+        probs = b.op("Cast", b.op("Cast", probs, to=1), to=1)
     context = b.op("MatMul", probs, v)
-    y = b.linear(b.merge(context), C, C, bias=out_bias)
+    y = b.linear(b.merge(context), C, C, bias=out_bias, gemm=gemm)
     b.nodes[-1].output[0] = "y"
     inputs = [("x", [1, T, C])] + ([("m", [1, S, kdim])] if cross else [])
     if mask is not None:
@@ -100,6 +106,8 @@ FIRES = {
     "cross-attention": {"cross": True, "mask": True},
     "fused qkv projection": {"fused_qkv": True},
     "no output bias": {"out_bias": False},
+    "casts after the softmax": {"softmax_cast": True},
+    "gemm projections, fused qkv": {"fused_qkv": True, "gemm": True, "mask": (1, 1, T, T)},
 }
 
 
