@@ -14,6 +14,7 @@ from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
+from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_gelu_tanh import fuse_gelu_tanh
@@ -45,6 +46,8 @@ PIPELINE: list[Pass] = [
     express_shapes,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
+    # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv
+    fuse_conv_affine,
     fuse_swish,
     fuse_hardswish,
     # layer norm first: its variance step, (x - mean) / sqrt(mean((x - mean)^2) + eps), is also an
