@@ -7,16 +7,22 @@ from typing import Callable
 from converter.ir import Graph
 
 from .convert_batched_conv1d import convert_batched_conv1d
+from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
+from .fuse_attention import fuse_attention
+from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
+from .fuse_gelu_tanh import fuse_gelu_tanh
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
+from .fuse_layernorm import fuse_layernorm
+from .fuse_rmsnorm import fuse_rmsnorm
 from .fuse_swish import fuse_swish
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
@@ -45,9 +51,19 @@ PIPELINE: list[Pass] = [
     express_shapes,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
+    # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv
+    fuse_conv_affine,
     fuse_swish,
     fuse_hardswish,
+    # layer norm first: its variance step, (x - mean) / sqrt(mean((x - mean)^2) + eps), is also an
+    # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
+    fuse_layernorm,
+    fuse_rmsnorm,
     fuse_gelu,
+    fuse_gelu_tanh,
+    # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
+    # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
+    fuse_attention,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
@@ -68,6 +84,9 @@ PIPELINE: list[Pass] = [
     fix_broadcast,
     # while constants are still tensor values, before they become MemoryData layers
     fuse_innerproduct_bias,
+    # after the bias is folded in (Gemm takes it as C); before fuse_activation, which would fuse
+    # an activation into an InnerProduct that Gemm cannot carry
+    convert_innerproduct_gemm,
     materialize_constants,
     eliminate_dead,
     # on the layers ncnn will run, before any file could be written

@@ -44,7 +44,8 @@ def test_conv_activation_fuses(activation, group, tmp_path):
 @pytest.mark.parametrize("activation", ["Relu", "Clip"])
 def test_gemm_activation_fuses(activation, tmp_path):
     gemm = helper.make_node("Gemm", ["a", "Wg", "Bg"], ["c"], transB=1)
-    model = make_model([gemm, ACTIVATIONS[activation][0]()], [("a", (2, 5))], [("y", None)],
+    # one row: an InnerProduct (rows of a matrix become a Gemm, which carries no activation)
+    model = make_model([gemm, ACTIVATIONS[activation][0]()], [("a", (1, 5))], [("y", None)],
                        [("Wg", rand(3, 5)), ("Bg", rand(3))] + CLIP_BOUNDS)
     converted = check_in_ncnn(model, tmp_path)
     assert converted.stats["activations_fused"] == 1 and "ReLU" not in layers(converted)

@@ -40,7 +40,7 @@ def test_padding_mask_with_inf(tmp_path, then_inf, keep):
     feeds = feeds_with_mask(model, keep)
     converted = check_in_ncnn(model, tmp_path, feeds=feeds)
     io = converted.io()
-    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]})
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}, layout="ncnn")
     want = onnxruntime_outputs(model, feeds)["y"]
     np.testing.assert_allclose(ours[io["outputs"][0]["ncnn"]].reshape(want.shape), want, rtol=1e-5, atol=1e-6)
 

@@ -38,7 +38,7 @@ def test_guarded_softmax(tmp_path, fill, keep, axis):
     converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path)
     assert converted.stats["softmax_nan_guards"] == 1
     io = converted.io()
-    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]})[io["outputs"][0]["ncnn"]]
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}, layout="ncnn")[io["outputs"][0]["ncnn"]]
     for got in (outputs["y"], ours):
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
 

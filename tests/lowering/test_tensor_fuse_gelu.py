@@ -71,4 +71,4 @@ def test_transformer_small_end_to_end(tmp_path):
     converted = check_in_ncnn(model, tmp_path)
     types = layer_types(converted)
     assert converted.stats["gelu_fused"] == 1 and "Erf" not in types
-    assert types.count("LayerNorm") == 2 and types.count("InnerProduct") == 6 and types.count("MatMul") == 2
+    assert types.count("LayerNorm") == 2 and types.count("Gemm") == 2 and types.count("MultiHeadAttention") == 1

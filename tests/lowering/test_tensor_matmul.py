@@ -27,12 +27,13 @@ def layer_types(converted):
     return sorted(n.op for n in converted.graph.nodes.values() if n.op not in ("Input", "MemoryData"))
 
 
-@pytest.mark.parametrize("a_shape,b_shape", [
-    ([1, 5, 4], [4, 3]), ([1, 4], [4, 3]), ([4], [4, 3]), ([5, 4], [4, 3]), ([1, 1, 4], [4, 3]),
+@pytest.mark.parametrize("a_shape,b_shape,layer", [      # rows of a 2-D blob: Gemm (convert_innerproduct_gemm)
+    ([1, 5, 4], [4, 3], "Gemm"), ([1, 4], [4, 3], "InnerProduct"), ([4], [4, 3], "InnerProduct"),
+    ([5, 4], [4, 3], "Gemm"), ([1, 1, 4], [4, 3], "InnerProduct"),
 ])
-def test_constant_2d_right_side_is_innerproduct(a_shape, b_shape, tmp_path):
+def test_constant_2d_right_side_is_innerproduct(a_shape, b_shape, layer, tmp_path):
     converted = check_in_ncnn(matmul_model(a_shape, b_shape, True), tmp_path)
-    assert layer_types(converted) == ["InnerProduct"]
+    assert layer_types(converted) == [layer]
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [

@@ -21,7 +21,7 @@ def _check(model, tmp_path, merged=None, **convert_args):
     converted, outputs = run_converted_in_ncnn(model, feeds, tmp_path, **convert_args)
     assert_matches_reference(model, feeds, outputs)
     io = converted.io()
-    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]})
+    ours = converted.run({e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}, layout="ncnn")
     assert_matches_reference(model, feeds, {e["onnx"]: ours[e["ncnn"]] for e in io["outputs"]})
     if merged is not None:
         assert converted.stats["merged_wide_tensors"] == merged

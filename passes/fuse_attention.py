@@ -1,0 +1,397 @@
+"""Fuse multi-head attention written out in ONNX ops into one ncnn MultiHeadAttention layer.
+
+    q, k, v = x_q Wq + bq, x_k Wk + bk, x_v Wv + bv         (MatMul [+ Add], or one fused MatMul
+                                                           whose columns are cut by Gather/Slice/Split)
+    heads   = Reshape / Transpose (any layout ops) of each to (1, H, T, D), k as (1, H, D, S)
+    p       = Softmax(MatMul(qh, kt) * scale [+ mask], axis=-1)   (scale: scalar Mul/Div on the
+                                                                   scores, on q or on k)
+    y       = Reshape/Transpose(MatMul(p, vh)) to (1, T, H*D), then MatMul Wo [+ Add bo]
+
+ncnn computes (x_q Wq + bq) * scale, the per-head scores plus a (T, S) or (H, T, S) mask,
+its softmax, and the output projection in one layer (multiheadattention.cpp). The layout ops are
+checked by running them on an array of element indexes: each head must read exactly the columns
+h*D..h*D+D-1 of its projection, and the output must put head h's column d at h*D+d. Shapes must be
+static. Every intermediate tensor must be read only inside the match. Where the numbers would
+differ (mask added before the scale, a scale on v, softmax over another axis, a mask that is
+multiplied) the nodes are left as they are. One walk over the Softmax nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from converter.ir import Graph, Node, Tensor
+
+LAYOUT_OPS = {"Reshape", "Transpose", "Gather", "Slice", "Split", "Squeeze", "Unsqueeze", "Flatten"}
+
+
+class NoMatch(Exception):
+    pass
+
+
+def _need(ok: bool) -> None:
+    if not ok:
+        raise NoMatch
+
+
+def _const(graph: Graph, name: str) -> np.ndarray | None:
+    return graph.value(name) if name else None
+
+
+def _scalar(graph: Graph, name: str) -> float | None:
+    value = _const(graph, name)
+    if value is None or value.size != 1 or value.dtype.kind != "f":
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def _static(graph: Graph, name: str) -> tuple[int, ...]:
+    shape = graph.tensors[name].shape
+    _need(shape is not None and None not in shape)
+    return tuple(shape)
+
+
+def _scale_of(graph: Graph, node: Node) -> tuple[str, float] | None:
+    """(the scaled operand, the factor) for node = x * c, c * x or x / c with a scalar constant c."""
+    if node.op == "Div" and len(node.inputs) == 2:
+        c = _scalar(graph, node.inputs[1])
+        return None if c is None or c == 0 else (node.inputs[0], 1.0 / c)
+    if node.op == "Mul" and len(node.inputs) == 2:
+        for x, c in (node.inputs, node.inputs[::-1]):
+            if _scalar(graph, c) is not None and _scalar(graph, x) is None:
+                return x, _scalar(graph, c)
+    return None
+
+
+@dataclass
+class Projection:
+    out: str                # the projected tensor (1, T, N)
+    x: str                  # the projected input: (1, T, K), or (T, K) for a Gemm
+    weight: np.ndarray      # (K, N)
+    bias: np.ndarray        # (N,)
+    nodes: list[Node]
+
+
+def _gemm_projection(graph: Graph, name: str) -> Projection | None:
+    """`name` = Gemm(x, B [, C]) with x a (T, K) matrix, constant B and a per-column C."""
+    node = graph.producer(name)
+    if node is None or node.op != "Gemm" or node.ncnn or node.attrs.get("transA", 0):
+        return None
+    b = _const(graph, node.inputs[1])
+    c = _const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    x = graph.tensors[node.inputs[0]]
+    if b is None or b.dtype != np.float32 or x.rank != 2 or (len(node.inputs) > 2 and node.inputs[2] and c is None):
+        return None
+    alpha, beta = np.float32(node.attrs.get("alpha", 1.0)), np.float32(node.attrs.get("beta", 1.0))
+    weight = (b.T if node.attrs.get("transB", 0) else b) * alpha
+    n = weight.shape[1]
+    if c is None:
+        c = np.zeros(n, np.float32)
+    if c.dtype != np.float32 or c.size != n or c.ndim > 2:
+        return None
+    return Projection(name, x.name, weight.astype(np.float32), (c.reshape(-1) * beta).astype(np.float32), [node])
+
+
+def _projection(graph: Graph, name: str) -> Projection | None:
+    """`name` = MatMul(x, W) [+ b] with constant W (K, N) and a bias of N values, or a Gemm."""
+    node = graph.producer(name)
+    if node is not None and node.op == "Gemm":
+        return _gemm_projection(graph, name)
+    bias = None
+    if node is not None and node.op == "Add" and len(node.inputs) == 2 and not node.ncnn:
+        for p, b in (node.inputs, node.inputs[::-1]):
+            value = _const(graph, b)
+            mm = graph.producer(p)
+            if value is not None and mm is not None and mm.op == "MatMul" and not mm.ncnn:
+                bias, add, node = value, node, mm
+                break
+        else:
+            return None
+    else:
+        add = None
+    if node is None or node.op != "MatMul" or node.ncnn:
+        return None
+    weight = _const(graph, node.inputs[1])
+    x = graph.tensors[node.inputs[0]]
+    if weight is None or weight.ndim != 2 or weight.dtype != np.float32 or x.shape is None or x.rank != 3:
+        return None
+    n = weight.shape[1]
+    if bias is None:
+        bias = np.zeros(n, np.float32)
+    elif (bias.dtype != np.float32 or bias.size != n or bias.ndim > 3
+          or any(d != 1 for d in bias.shape[:-1])):
+        return None
+    if graph.tensors[name].shape != (*x.shape[:-1], n):
+        return None
+    return Projection(name, x.name, weight, bias.reshape(-1), [node] + ([add] if add else []))
+
+
+def _apply(graph: Graph, node: Node, arr: np.ndarray, out: str) -> np.ndarray:
+    """Run layout op `node` on index array `arr` (its first input), giving its output `out`."""
+    shape = _static(graph, out)
+    op = node.op
+    if op in ("Reshape", "Squeeze", "Unsqueeze", "Flatten"):
+        _need(int(np.prod(shape)) == arr.size)
+        return arr.reshape(shape)
+    if op == "Transpose":
+        perm = node.attrs.get("perm", list(range(arr.ndim))[::-1])
+        return arr.transpose(perm)
+    if op == "Gather":
+        idx = _const(graph, node.inputs[1])
+        _need(idx is not None)
+        return np.take(arr, idx.astype(np.int64), axis=node.attrs.get("axis", 0))
+    if op == "Slice":
+        consts = [_const(graph, n) for n in node.inputs[1:]]
+        _need(len(node.inputs) >= 3 and all(c is not None for c in consts))
+        starts, ends = consts[0], consts[1]
+        axes = consts[2] if len(consts) > 2 else np.arange(len(starts))
+        steps = consts[3] if len(consts) > 3 else np.ones(len(starts), np.int64)
+        index = [slice(None)] * arr.ndim
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            index[int(a)] = slice(*slice(int(s), int(e), int(st)).indices(arr.shape[int(a)]))
+        result = arr[tuple(index)]
+        _need(result.shape == shape)
+        return result
+    if op == "Split":
+        axis = node.attrs.get("axis", 0) % arr.ndim
+        start = sum(_static(graph, o)[axis] for o in node.outputs[:node.outputs.index(out)])
+        return np.take(arr, np.arange(start, start + shape[axis]), axis=axis)
+    raise NoMatch
+
+
+def _trace_back(graph: Graph, name: str, allow_scale: bool) -> tuple[Projection, list, float]:
+    """The projection that `name` is a re-laid-out (and, if allowed, scaled) copy of; the nodes in
+    between in input-to-output order as (node, the tensor it writes on the way, is a scale)."""
+    chain, scale = [], 1.0
+    while True:
+        proj = _projection(graph, name)
+        if proj is not None:
+            return proj, chain[::-1], scale
+        node = graph.producer(name)
+        _need(node is not None and not node.ncnn)
+        scaled = _scale_of(graph, node) if allow_scale else None
+        if scaled is not None:
+            _need(graph.tensors[name].shape == graph.tensors[scaled[0]].shape)
+            chain.append((node, name, True))
+            name, factor = scaled
+            scale *= factor
+            continue
+        _need(node.op in LAYOUT_OPS and node.inputs and node.inputs.count(node.inputs[0]) == 1)
+        chain.append((node, name, False))
+        name = node.inputs[0]
+
+
+def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
+    """(projection, nodes, scale, column offset, H, D) for a head tensor (1, H, T, D) (or
+    (1, H, D, T) when `transposed`) that reads columns offset + h*D + d of its projection."""
+    proj, chain, scale = _trace_back(graph, name, allow_scale)
+    p_shape = _static(graph, proj.out)
+    _need(len(p_shape) == 2 or len(p_shape) == 3 and p_shape[0] == 1)
+    arr = np.arange(int(np.prod(p_shape))).reshape(p_shape)
+    p_shape = p_shape[-2:]
+    for node, out, is_scale in chain:
+        if not is_scale:
+            arr = _apply(graph, node, arr, out)
+    _need(arr.ndim == 4 and arr.shape[0] == 1)
+    heads, t, d = (arr.shape[1], arr.shape[3], arr.shape[2]) if transposed else arr.shape[1:]
+    offset = int(arr.flat[0])
+    h_i, t_i, d_i = np.ogrid[:heads, :t, :d]
+    want = t_i * p_shape[1] + offset + h_i * d + d_i
+    _need(np.array_equal(arr[0], want.transpose(0, 2, 1) if transposed else want))
+    _need(t == p_shape[0])
+    return proj, [n for n, _, _ in chain], scale, offset, heads, d
+
+
+def _to_matmul(graph: Graph, name: str) -> tuple[Node, list[Node], float] | None:
+    """(MatMul, scale nodes, their product) for name = MatMul(...) scaled by scalar constants."""
+    nodes, scale = [], 1.0
+    while True:
+        node = graph.producer(name)
+        if node is None or node.ncnn:
+            return None
+        if node.op == "MatMul":
+            return node, nodes + [node], scale
+        scaled = _scale_of(graph, node)
+        if scaled is None:
+            return None
+        nodes.append(node)
+        name, scale = scaled[0], scale * scaled[1]
+
+
+def _scores(graph: Graph, softmax: Node):
+    """(MatMul q.k, nodes, scale on the scores, mask tensor or None) for a Softmax's input: the
+    scaled product, plus a mask added after the scaling."""
+    found = _to_matmul(graph, softmax.inputs[0])
+    if found is not None:
+        return (*found, None)
+    add = graph.producer(softmax.inputs[0])
+    _need(add is not None and add.op == "Add" and not add.ncnn and len(add.inputs) == 2)
+    for s, m in (add.inputs, add.inputs[::-1]):
+        found = _to_matmul(graph, s)
+        if found is not None and s != m:
+            mm, nodes, scale = found
+            return mm, [add] + nodes, scale, m
+    raise NoMatch
+
+
+def _output(graph: Graph, name: str, heads: int, t: int, d: int):
+    """(nodes, output projection) after the attended values (1, H, T, D): layout ops that put head
+    h's column d at h*D + d of a (1, T, H*D) tensor, then MatMul Wo [+ Add bo]."""
+    arr = np.arange(heads * t * d).reshape(1, heads, t, d)
+    nodes = []
+    while True:
+        readers = graph.consumers(name)
+        _need(graph.use_count(name) == 1 and len(readers) == 1 and not readers[0].ncnn)
+        node = readers[0]
+        if node.op in ("MatMul", "Gemm") and node.inputs[0] == name:
+            break
+        _need(node.op in LAYOUT_OPS and node.op not in ("Split", "Gather", "Slice")
+              and node.inputs[0] == name and len(node.outputs) == 1)
+        arr = _apply(graph, node, arr, node.outputs[0])
+        nodes.append(node)
+        name = node.outputs[0]
+    h_i, t_i, d_i = np.ogrid[:heads, :t, :d]
+    want = np.zeros((t, heads * d), np.int64)
+    want[t_i, h_i * d + d_i] = h_i * t * d + t_i * d + d_i
+    _need(arr.shape[-2:] == (t, heads * d) and arr.size == want.size
+          and np.array_equal(arr.reshape(want.shape), want))
+    final = node.outputs[0]
+    readers = graph.consumers(final)
+    if graph.use_count(final) == 1 and len(readers) == 1 and readers[0].op == "Add":
+        proj = _projection(graph, readers[0].outputs[0])
+        if proj is not None and proj.nodes[0] is node:
+            return nodes, proj
+    proj = _projection(graph, final)
+    _need(proj is not None)
+    return nodes, proj
+
+
+def _mask_input(graph: Graph, mask: str, heads: int, t: int, s: int, stem: str) -> tuple[str, list[Node]]:
+    """The mask as ncnn's MultiHeadAttention reads it: (1, T, S) (one for all heads) or
+    (1, H, T, S), batch axis first; ONNX nodes (lowered later) broadcast it there."""
+    m = graph.tensors[mask]
+    _need(m.dtype == np.float32 and m.shape is not None and None not in m.shape and m.rank <= 4)
+    full = (1,) * (4 - m.rank) + tuple(m.shape)
+    _need(full[0] == 1 and full[1] in (1, heads) and full[2] in (1, t) and full[3] in (1, s))
+    target = (1, t, s) if full[1] == 1 else (1, heads, t, s)
+    if m.is_constant:
+        value = np.broadcast_to(m.value.reshape(full), (1, full[1], t, s)).reshape(target)
+        return graph.add_constant(f"{stem}_mask", np.ascontiguousarray(value, np.float32)).name, []
+    nodes, name = [], mask
+    direct = (1, full[2], full[3]) if full[1] == 1 else full
+    if m.shape != direct:
+        shape = graph.add_constant(f"{stem}_mask_shape", np.array(direct, np.int64)).name
+        name = _new(graph, f"{stem}_mask_aligned", direct)
+        nodes.append(Node(graph.fresh_name(f"{stem}_mask_reshape"), "Reshape", [mask, shape], [name]))
+    if direct != target:
+        zeros = graph.add_constant(f"{stem}_mask_zeros", np.zeros(target, np.float32)).name
+        full_name = _new(graph, f"{stem}_mask_full", target)
+        nodes.append(Node(graph.fresh_name(f"{stem}_mask_expand"), "Add", [name, zeros], [full_name]))
+        name = full_name
+    return name, nodes
+
+
+def _new(graph: Graph, stem: str, shape: tuple) -> str:
+    return graph.add_tensor(Tensor(graph.fresh_name(stem), tuple(shape), np.dtype(np.float32),
+                                   batch_axis=0)).name
+
+
+def _inner(graph: Graph, nodes: list[Node], last: Node) -> bool:
+    """Every tensor the matched nodes write (but the last node's) is read only by matched nodes."""
+    names = {n.name for n in nodes}
+    for node in nodes:
+        if node is last:
+            continue
+        for out in node.outputs:
+            if out in graph.outputs or any(c.name not in names for c in graph.consumers(out)):
+                return False
+    return True
+
+
+def _rows(graph: Graph, name: str) -> tuple[int, int]:
+    """(rows, width) of a tensor that is a static 2-D blob in ncnn, as MultiHeadAttention reads it."""
+    shape = graph.tensors[name].ncnn_shape
+    _need(shape is not None and len(shape) == 2 and None not in shape)
+    return shape
+
+
+def _is_identity(graph: Graph, node: Node) -> bool:
+    """A node that passes its float32 input on unchanged (torch writes a float->float Cast after
+    HF's softmax)."""
+    if node.op in ("Identity", "Dropout") and len(node.outputs) == 1 or node.op == "Cast":
+        source, result = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+        return source.dtype == result.dtype == np.float32 and source.shape == result.shape
+    return False
+
+
+def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
+    x = graph.tensors[softmax.inputs[0]]
+    axis = softmax.attrs.get("axis", -1 if graph.opset >= 13 else 1)
+    _need(x.rank == 4 and axis % 4 == 3)
+    qk, score_nodes, scale, mask = _scores(graph, softmax)
+    q = _heads(graph, qk.inputs[0], True, False)
+    k = _heads(graph, qk.inputs[1], True, True)
+    probs, passthrough = softmax.outputs[0], []
+    while True:
+        readers = graph.consumers(probs)
+        _need(graph.use_count(probs) == 1 and len(readers) == 1 and not readers[0].ncnn)
+        if not _is_identity(graph, readers[0]):
+            break
+        passthrough.append(readers[0])
+        probs = readers[0].outputs[0]
+    _need(readers[0].op == "MatMul" and readers[0].inputs[0] == probs)
+    pv = readers[0]
+    v = _heads(graph, pv.inputs[1], False, False)
+    (qp, qn, qs, qo, heads, d), (kp, kn, ks, ko, kh, kd), (vp, vn, _, vo, vh, vd) = q, k, v
+    _need(heads == kh == vh and d == kd == vd)
+    embed = heads * d
+    (t, qdim), (s, kdim), (s_v, vdim) = (_rows(graph, p.x) for p in (qp, kp, vp))
+    _need(s_v == s)
+    out_nodes, out = _output(graph, pv.outputs[0], heads, t, d)
+    _need(out.weight.shape == (embed, qdim) and _rows(graph, out.out) == (t, qdim))
+    projections = {id(n): n for p in (qp, kp, vp) for n in p.nodes}
+    nodes = [*projections.values(), *qn, *kn, *vn, *score_nodes, softmax, *passthrough, pv, *out_nodes, *out.nodes]
+    nodes = list({n.name: n for n in nodes}.values())
+    last = out.nodes[-1]
+    _need(_inner(graph, nodes, last))
+    stem = softmax.name
+    mask_name, mask_nodes = None, []
+    if mask is not None:        # the layers of one model share their mask: broadcast it once
+        key = (mask, heads, t, s)
+        if key not in masks:
+            masks[key], mask_nodes = _mask_input(graph, mask, heads, t, s, stem)
+        mask_name = masks[key]
+
+    def cols(p: Projection, offset: int) -> tuple[np.ndarray, np.ndarray]:
+        return (np.ascontiguousarray(p.weight[:, offset:offset + embed].T),
+                np.ascontiguousarray(p.bias[offset:offset + embed]))
+    (wq, bq), (wk, bk), (wv, bv) = cols(qp, qo), cols(kp, ko), cols(vp, vo)
+    blobs = [qp.x] if qp.x == kp.x == vp.x else [qp.x, kp.x] if kp.x == vp.x else [qp.x, kp.x, vp.x]
+    params = {0: embed, 1: heads, 2: embed * qdim, 3: kdim, 4: vdim,
+              5: int(mask is not None), 6: float(np.float32(scale * qs * ks))}
+    fused = Node(graph.fresh_name(f"{stem}_attention"), "MultiHeadAttention",
+                 blobs + ([mask_name] if mask_name else []), [last.outputs[0]], params=params,
+                 weights=[wq, bq, wk, bk, wv, bv, np.ascontiguousarray(out.weight.T), out.bias],
+                 ncnn=True, origin=softmax.origin or softmax.name)
+    return fused, nodes, mask_nodes
+
+
+def fuse_attention(graph: Graph) -> dict:
+    fused, masks = 0, {}
+    for softmax in graph.topological():
+        if softmax.op != "Softmax" or softmax.ncnn or softmax.name not in graph.nodes:
+            continue
+        try:
+            node, nodes, mask_nodes = _match(graph, softmax, masks)
+        except NoMatch:
+            continue
+        for n in nodes:
+            graph.remove_node(n)
+        for n in mask_nodes:
+            graph.add_node(n)
+        graph.add_node(node)
+        fused += 1
+    if fused:
+        graph.remove_unused_tensors()
+    return {"attention_fused": fused}

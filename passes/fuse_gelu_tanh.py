@@ -1,0 +1,122 @@
+"""Fuse the tanh approximation of GELU into one ONNX Gelu node (approximate "tanh", lowered to ncnn
+GELU with fast_gelu 1, which computes exactly this formula):
+
+    0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+
+as torch exports nn.GELU(approximate="tanh") and HF's gelu_new: x^3 as Pow(x, 3) or x * x * x;
+the constants on either side of each Mul and Add; the 0.5 applied to x first, to the product or
+to the sum. fuse_gelu handles the erf form. One walk over the Tanh nodes; every intermediate tensor
+must have no other reader and not be a graph output.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from converter.ir import Graph, Node
+
+from .norm_patterns import other, scalar, sole_reader
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _is(graph: Graph, name: str | None, want: float) -> bool:
+    value = None if name is None else scalar(graph, name)
+    return value is not None and bool(np.isclose(value, want, rtol=1e-5, atol=0.0))
+
+
+def _scaled(graph: Graph, node: Node | None, want: float) -> str | None:
+    """x for node = x * want (either order)."""
+    if node is None or node.op != "Mul" or len(node.inputs) != 2 or node.ncnn:
+        return None
+    for x, c in (node.inputs, node.inputs[::-1]):
+        if _is(graph, c, want):
+            return x
+    return None
+
+
+def _single(graph: Graph, name: str) -> Node | None:
+    """The producer of `name` if `name` is read once and is not a graph output."""
+    node = graph.producer(name)
+    return node if node is not None and not node.ncnn and graph.use_count(name) == 1 else None
+
+
+def _cube_nodes(graph: Graph, name: str, x: str) -> list[Node] | None:
+    """The nodes of name = x^3: Pow(x, 3), (x * x) * x or x * (x * x)."""
+    node = _single(graph, name)
+    if node is None:
+        return None
+    if node.op == "Pow" and node.inputs[0] == x and _is(graph, node.inputs[1], 3.0):
+        return [node]
+    if node.op == "Mul" and node.inputs.count(x) == 1:
+        square = _single(graph, other(node, x))
+        if square is not None and square.op == "Mul" and square.inputs == [x, x]:
+            return [square, node]
+    return None
+
+
+def _inner(graph: Graph, tanh: Node) -> tuple[str, list[Node]] | None:
+    """(x, nodes) for Tanh's input = sqrt(2/pi) * (x + 0.044715 * x^3)."""
+    outer = _single(graph, tanh.inputs[0])
+    total = _scaled(graph, outer, SQRT_2_OVER_PI)
+    add = None if total is None else _single(graph, total)
+    if add is None or add.op != "Add" or len(add.inputs) != 2:
+        return None
+    for x, term in (add.inputs, add.inputs[::-1]):
+        mul = _single(graph, term)
+        cube = _scaled(graph, mul, 0.044715)
+        cube_nodes = None if cube is None else _cube_nodes(graph, cube, x)
+        if cube_nodes is not None:
+            return x, [*cube_nodes, mul, add, outer]
+    return None
+
+
+def _outer(graph: Graph, tanh: Node, x: str) -> list[Node] | None:
+    """The nodes computing 0.5 * x * (1 + t) from t = Tanh(...), the last one writing the result."""
+    add = sole_reader(graph, tanh.outputs[0], "Add")
+    if add is None or not _is(graph, other(add, tanh.outputs[0]), 1.0):
+        return None
+    mul = sole_reader(graph, add.outputs[0], "Mul")
+    rest = None if mul is None else other(mul, add.outputs[0])
+    if rest is None:
+        return None
+    if rest == x:                                                   # (x * s) * 0.5
+        half = sole_reader(graph, mul.outputs[0], "Mul")
+        return [add, mul, half] if half is not None and _is(graph, other(half, mul.outputs[0]), 0.5) else None
+    if _is(graph, rest, 0.5):                                       # x * (s * 0.5)
+        last = sole_reader(graph, mul.outputs[0], "Mul")
+        return [add, mul, last] if last is not None and other(last, mul.outputs[0]) == x else None
+    half_x = _single(graph, rest)                                   # (x * 0.5) * s
+    if half_x is not None and _scaled(graph, half_x, 0.5) == x:
+        return [half_x, add, mul]
+    return None
+
+
+def fuse_gelu_tanh(graph: Graph) -> dict:
+    fused = 0
+    for tanh in graph.topological():
+        if tanh.op != "Tanh" or tanh.ncnn or tanh.name not in graph.nodes:
+            continue
+        inner = _inner(graph, tanh)
+        outer = None if inner is None else _outer(graph, tanh, inner[0])
+        if outer is None:
+            continue
+        x, nodes = inner[0], [*inner[1], tanh, *outer]
+        out = _last(graph, outer)
+        if graph.tensors[out].shape != graph.tensors[x].shape or graph.tensors[x].dtype != np.float32:
+            continue
+        for node in nodes:
+            graph.remove_node(node)
+        graph.add_node(Node(graph.fresh_name(f"{tanh.name}_gelu"), "Gelu", [x], [out],
+                            {"approximate": "tanh"}, origin=tanh.origin or tanh.name))
+        fused += 1
+    if fused:
+        graph.remove_unused_tensors()
+    return {"gelu_tanh_fused": fused}
+
+
+def _last(graph: Graph, nodes: list[Node]) -> str:
+    """The output of `nodes` that no node among them reads."""
+    read = {i for n in nodes for i in n.inputs}
+    return next(o for n in nodes for o in n.outputs if o not in read)

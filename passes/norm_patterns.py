@@ -1,0 +1,102 @@
+"""Pieces of the written-out normalizations that fuse_layernorm and fuse_rmsnorm both match.
+
+    inv = 1 / sqrt(mean + eps)      as Add(eps) -> Sqrt -> Div(num, .)  or  -> Reciprocal -> Mul(num, .)
+
+and the trailing-axes ReduceMean both start from. A match never crosses a tensor that something
+outside it reads or that is a graph output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from converter.ir import Graph, Node
+
+
+def scalar(graph: Graph, name: str) -> float | None:
+    value = graph.value(name) if name else None
+    if value is None or value.size != 1 or value.dtype.kind != "f":
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def other(node: Node, name: str) -> str | None:
+    """The other operand of a two-input node that reads `name` once."""
+    if len(node.inputs) != 2 or node.inputs.count(name) != 1:
+        return None
+    return node.inputs[1 - node.inputs.index(name)]
+
+
+def sole_reader(graph: Graph, name: str, *ops: str) -> Node | None:
+    """The only reader of `name` if it is one of `ops` and `name` is not a graph output."""
+    readers = graph.consumers(name)
+    if graph.use_count(name) != 1 or len(readers) != 1 or readers[0].op not in ops or readers[0].ncnn:
+        return None
+    return readers[0]
+
+
+def trailing_mean_axis(graph: Graph, node: Node) -> int | None:
+    """The first axis of a keepdims ReduceMean over the input's trailing axes, else None."""
+    if node.op != "ReduceMean" or node.ncnn or not node.attrs.get("keepdims", 1):
+        return None
+    x = graph.tensors[node.inputs[0]]
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.value(node.inputs[1])
+        axes = None if value is None else value.reshape(-1).tolist()
+    if axes is None or not axes or x.rank is None or x.dtype != np.float32:
+        return None
+    axes = sorted(int(a) % x.rank for a in axes)
+    if axes != list(range(axes[0], x.rank)):
+        return None
+    return axes[0]
+
+
+def is_square_of(graph: Graph, node: Node | None, x: str) -> bool:
+    """node = x ** 2 or x * x."""
+    if node is None or node.ncnn:
+        return False
+    if node.op == "Pow":
+        return node.inputs[0] == x and scalar(graph, node.inputs[1]) == 2.0
+    return node.op == "Mul" and node.inputs == [x, x]
+
+
+def inverse_std(graph: Graph, mean: str, num: str) -> tuple[float, list[Node], str] | None:
+    """(eps, nodes, result) for result = num / sqrt(mean + eps), written as a Div or as a
+    Reciprocal and a Mul (either operand order); eps a scalar constant."""
+    add = sole_reader(graph, mean, "Add")
+    eps = None if add is None else scalar(graph, other(add, mean) or "")
+    if eps is None or eps < 0 or graph.tensors[add.outputs[0]].shape != graph.tensors[mean].shape:
+        return None
+    sqrt = sole_reader(graph, add.outputs[0], "Sqrt")
+    if sqrt is None:
+        return None
+    std = sqrt.outputs[0]
+    div = sole_reader(graph, std, "Div", "Reciprocal")
+    if div is None:
+        return None
+    if div.op == "Div":
+        if div.inputs != [num, std]:
+            return None
+        return eps, [add, sqrt, div], div.outputs[0]
+    mul = sole_reader(graph, div.outputs[0], "Mul")
+    if mul is None or other(mul, div.outputs[0]) != num:
+        return None
+    return eps, [add, sqrt, div, mul], mul.outputs[0]
+
+
+def affine(graph: Graph, name: str, op: str, axis: int) -> tuple[Node, np.ndarray] | None:
+    """(node, constant) when the only reader of `name` multiplies (op "Mul") or shifts ("Add") it
+    by a constant that varies only along the normalized axes from `axis` (so it is one value per
+    normalized element) and leaves the shape as it is."""
+    node = sole_reader(graph, name, op)
+    const = None if node is None else other(node, name)
+    value = None if const is None else graph.value(const)
+    x = graph.tensors[name]
+    if value is None or value.dtype != np.float32 or graph.tensors[node.outputs[0]].shape != x.shape:
+        return None
+    normalized = x.rank - axis
+    while value.ndim > normalized and value.shape[0] == 1:
+        value = value[0]
+    if value.ndim > normalized:
+        return None
+    return node, value

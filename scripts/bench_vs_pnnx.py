@@ -1,0 +1,182 @@
+"""Speed of our ncnn files against pnnx's for the same ONNX models, both run in the real ncnn runtime.
+
+Usage: python scripts/bench_vs_pnnx.py [--repeat N] [--threads 1,2] [--defaults] [MODEL ...]
+(default: the bundled transformer models, YOLOv8n and PP-OCRv4 det from the model cache, and every
+/work/zoo_out/*.onnx; a MODEL is a path or a name from scripts/fetch_models.py)
+
+Each model is converted by us and by pnnx (the binary from its wheel, run on the .onnx with the
+same input shapes), then both files run on the same inputs in alternating rounds (fp32: fp16/bf16
+off; `--defaults` adds a row with ncnn's default options) at each thread count. Prints the median
+time ratio ours/pnnx, the largest output difference between the two files, and both files'
+layer-type counts. The machine is shared and noisy: read the ratios, never assert them.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from converter import convert  # noqa: E402
+from converter.int_inputs import ncnn_dtype  # noqa: E402
+from converter.onnx_loader import prepare_model  # noqa: E402
+from converter.verify import make_inputs, ncnn_feed  # noqa: E402
+
+BUNDLED = ["models/vit_tiny.onnx", "models/bert_tiny.onnx", "models/transformer_small.onnx"]
+REAL = {"yolov8n_320": {"images": [1, 3, 320, 320]}, "ppocrv4_det": {"x": [1, 3, 640, 640]}}
+ZOO = Path("/work/zoo_out")
+FP32_OFF = ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage")
+BUDGET_S = 2.0      # timed runs per model and mode: about this long in all, at least 5 per file
+SUMMARY: list[str] = []
+
+
+def layer_counts(param: Path) -> collections.Counter:
+    return collections.Counter(line.split()[0] for line in param.read_text().splitlines()[2:] if line.strip())
+
+
+def short_counts(counts: collections.Counter, top: int = 8) -> str:
+    return " ".join(f"{t}:{n}" for t, n in counts.most_common(top))
+
+
+def pnnx_files(model: Path, shapes: dict, dtypes: dict, folder: Path) -> tuple[Path, Path] | str:
+    """pnnx's .param/.bin for `model` at `shapes` (input order), or why it failed."""
+    from scripts.fetch_models import fetch
+    local = folder / "m.onnx"
+    shutil.copy(model, local)
+    spec = ",".join(f"[{','.join(map(str, s))}]" + ("i64" if dtypes[n].kind in "iu" else "")
+                    for n, s in shapes.items())
+    result = subprocess.run([str(fetch("pnnx")), local.name, f"inputshape={spec}"], cwd=folder,
+                            capture_output=True, text=True, timeout=600)
+    param, bin_ = folder / "m.ncnn.param", folder / "m.ncnn.bin"
+    if result.returncode != 0 or not param.exists():
+        return f"pnnx failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}"
+    return param, bin_
+
+
+def net_runner(param: Path, bin_: Path, feeds: list[np.ndarray], threads: int, fp32: bool):
+    """A function running one inference (feeds in input order) and returning the first output,
+    or a string saying why the file does not load."""
+    import ncnn
+    net = ncnn.Net()
+    if fp32:
+        for opt in FP32_OFF:
+            setattr(net.opt, opt, False)
+    net.opt.num_threads = threads
+    if net.load_param(str(param)) != 0 or net.load_model(str(bin_)) != 0:
+        return "does not load in ncnn"
+    inputs, outputs = net.input_names(), net.output_names()
+    mats = [ncnn.Mat(f).clone() for f in feeds]
+
+    def run():
+        ex = net.create_extractor()
+        for name, mat in zip(inputs, mats):
+            ex.input(name, mat)
+        ret, out = ex.extract(outputs[0])
+        return np.array(out) if ret == 0 else None
+    run.net = net          # keep the net alive with the runner
+    return run
+
+
+def timings_ms(runners: list, repeat: int, rounds: int = 5) -> list[tuple[float, float]]:
+    """(median, best) time of each runner over `rounds` rounds of consecutive blocks, the order of
+    the blocks reversed every round; each block starts with an untimed run. Under load two OpenMP
+    threads can wait whole scheduler ticks (the same file timed 0.15 and 238 ms in one run), so
+    the best time is printed beside the median."""
+    times = [[] for _ in runners]
+    per_block = max(1, -(-repeat // rounds))
+    for r in range(rounds):
+        order = list(zip(runners, times))
+        for run, samples in (order if r % 2 == 0 else order[::-1]):
+            run()
+            for _ in range(per_block):
+                start = time.perf_counter()
+                run()
+                samples.append((time.perf_counter() - start) * 1e3)
+    return [(statistics.median(t), min(t)) for t in times]
+
+
+def repeats(runners: list, most: int) -> int:
+    """Runs per file so that the rounds take about BUDGET_S (the real models run for seconds)."""
+    start = time.perf_counter()
+    for run in runners:
+        run()
+    each = (time.perf_counter() - start) / len(runners)
+    return max(5, min(most, int(BUDGET_S / len(runners) / max(each, 1e-6))))
+
+
+def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defaults: bool) -> None:
+    proto = prepare_model(model, given)
+    ours = convert(proto)
+    graph = ours.graph
+    feeds = make_inputs(proto, graph, {}, seed=0)
+    shapes = {n: list(graph.tensors[n].shape) for n in graph.inputs}
+    dtypes = {n: feeds[n].dtype for n in graph.inputs}
+    ncnn_feeds = [ncnn_feed(feeds[n], graph.tensors[n], ncnn_dtype(graph, n)) for n in graph.inputs]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        param, bin_ = folder / "ours.param", folder / "ours.bin"
+        ours.save(param, bin_)
+        theirs = pnnx_files(model, shapes, dtypes, folder)
+        print(f"\n{model.stem}: inputs {shapes}")
+        print(f"  ours: {short_counts(layer_counts(param))}")
+        if isinstance(theirs, str):
+            print(f"  pnnx: {theirs}")
+            SUMMARY.append(f"{model.stem:<24} {theirs}")
+            return
+        print(f"  pnnx: {short_counts(layer_counts(theirs[0]))}")
+        modes = [("fp32", True)] + ([("default", False)] if defaults else [])
+        ratios = []
+        for mode, fp32 in modes:
+            for n in threads:
+                a = net_runner(param, bin_, ncnn_feeds, n, fp32)
+                b = net_runner(*theirs, ncnn_feeds, n, fp32)
+                if isinstance(b, str) or isinstance(a, str):
+                    print(f"  {mode} {n}t: ours {a if isinstance(a, str) else 'ok'}, "
+                          f"pnnx {b if isinstance(b, str) else 'ok'}")
+                    ratios.append(f"{mode} {n}t: pnnx file {b}" if isinstance(b, str) else f"{mode} {n}t: ours {a}")
+                    continue
+                out_a, out_b = a(), b()
+                diff = (float(np.abs(out_a - out_b).max()) if out_a is not None and out_b is not None
+                        and out_a.shape == out_b.shape else float("nan"))
+                (t_a, best_a), (t_b, best_b) = timings_ms([a, b], repeats([a, b], repeat))
+                ratios.append(f"{mode} {n}t {t_a / t_b:.2f} (best {best_a / best_b:.2f})")
+                print(f"  {mode} {n}t: median ours {t_a:.3f} ms  pnnx {t_b:.3f} ms  ratio {t_a / t_b:.2f};"
+                      f"  best {best_a:.3f} / {best_b:.3f} ms  ratio {best_a / best_b:.2f};"
+                      f"  max|ours-pnnx| {diff:.2e}", flush=True)
+        SUMMARY.append(f"{model.stem:<24} ours/pnnx: {', '.join(ratios)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("models", nargs="*")
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--defaults", action="store_true", help="also time ncnn's default options")
+    args = parser.parse_args()
+    from scripts.fetch_models import MODELS, fetch
+    names = args.models or [*(str(ROOT / m) for m in BUNDLED), *REAL, *sorted(map(str, ZOO.glob("*.onnx")))]
+    threads = [int(t) for t in args.threads.split(",")]
+    for name in names:
+        path = fetch(name) if name in MODELS else Path(name)
+        try:
+            bench(path, REAL.get(name), args.repeat, threads, args.defaults)
+        except Exception as exc:      # one broken model must not hide the others' numbers
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            print(f"\n{Path(name).stem}: {why}")
+            SUMMARY.append(f"{Path(name).stem:<24} {why}")
+    print("\nsummary (median time ratio, below 1: our file is faster)")
+    print("\n".join(SUMMARY))
+
+
+if __name__ == "__main__":
+    main()
