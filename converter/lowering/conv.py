@@ -32,6 +32,8 @@ from .common import (
     window_attrs,
     wrap_1d,
 )
+from .conv3d import conv3d, conv_transpose3d
+from .dynamic_conv import dynamic_conv, dynamic_conv_transpose
 
 
 def window_params(cout: int, weight: np.ndarray, bias, group: int, kernel: list, geo: dict, nspatial: int) -> dict:
@@ -61,7 +63,11 @@ def conv_weights(graph: Graph, node: Node, nspatial: int) -> tuple[np.ndarray, n
 
 @lowers("Conv")
 def conv(graph: Graph, node: Node) -> list[Node]:
-    shape, nspatial = spatial_input(graph, node)
+    if graph.tensors[node.inputs[0]].rank == 5:
+        return conv3d(graph, node, conv_weights)
+    if _runtime_weight(graph, node):
+        return dynamic_conv(graph, node, _conv_pads)
+    shape, nspatial = spatial_input(graph, node, ranks=(3, 4, 5))
     if len(node.inputs) > 3:
         raise fail(node, graph, f"Conv takes at most 3 inputs, got {len(node.inputs)}")
     weight, bias, group, kernel = conv_weights(graph, node, nspatial)
@@ -78,6 +84,10 @@ def conv(graph: Graph, node: Node) -> list[Node]:
                           if bias is not None else [])
     type_ = "ConvolutionDepthWise" if group > 1 else "Convolution"
     return conv_like_layer(graph, node, type_, params, weights, cout, nspatial)
+
+
+def _runtime_weight(graph: Graph, node: Node) -> bool:
+    return len(node.inputs) > 1 and bool(node.inputs[1]) and graph.value(node.inputs[1]) is None
 
 
 def conv_like_layer(graph: Graph, node: Node, type_: str, params: dict, weights: list, out_channels: int,
@@ -109,7 +119,11 @@ def _conv_pads(graph: Graph, node: Node, sizes: Shape, kernel: list[int], geo: d
 
 @lowers("ConvTranspose")
 def conv_transpose(graph: Graph, node: Node) -> list[Node]:
-    shape, nspatial = spatial_input(graph, node)
+    if graph.tensors[node.inputs[0]].rank == 5:
+        return conv_transpose3d(graph, node, conv_weights, _geometry)
+    if _runtime_weight(graph, node):
+        return dynamic_conv_transpose(graph, node, _geometry)
+    shape, nspatial = spatial_input(graph, node, ranks=(3, 4, 5))
     weight, bias, group, kernel = conv_weights(graph, node, nspatial)
     cin, cout_g = weight.shape[0], weight.shape[1]
     if group < 1 or cin % group or shape[1] is not None and shape[1] != cin:

@@ -26,13 +26,16 @@ from .common import (
     window_attrs,
     wrap_1d,
 )
+from .conv3d import global_pool3d, pool3d
 
 MAX, AVG = 0, 1
 
 
 @lowers("MaxPool", "AveragePool")
 def pool(graph: Graph, node: Node) -> list[Node]:
-    shape, nspatial = spatial_input(graph, node)
+    if graph.tensors[node.inputs[0]].rank == 5:
+        return pool3d(graph, node)
+    shape, nspatial = spatial_input(graph, node, ranks=(3, 4, 5))
     if node.op == "MaxPool" and any(o and graph.use_count(o) for o in node.outputs[1:]):
         raise fail(node, graph, "the Indices output is used; ncnn pooling has no indices")
     if "kernel_shape" not in node.attrs:
@@ -129,7 +132,9 @@ def _dynamic(graph, node, g, auto_pad, avg, include_pad):
 
 @lowers("GlobalAveragePool", "GlobalMaxPool")
 def global_pool(graph: Graph, node: Node) -> list[Node]:
-    shape, nspatial = spatial_input(graph, node)
+    if graph.tensors[node.inputs[0]].rank == 5:
+        return global_pool3d(graph, node)
+    shape, nspatial = spatial_input(graph, node, ranks=(3, 4, 5))
     x, out = node.inputs[0], node.outputs[0]
     nodes = []
     if nspatial == 1:       # ncnn pools channels of a 3-D blob: (C, L) -> (C, 1, L)

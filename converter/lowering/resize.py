@@ -20,14 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir import Graph, Node
 from ..ncnn_interp import axis_matrix as ncnn_matrix
 from ..ncnn_interp import nearest_sources as ncnn_nearest
-from ..ir import Graph, Node
 from ..onnx_resize import F32, ResizeMode, Unmodelled
 from ..onnx_resize import axis_matrix as onnx_matrix
 from ..onnx_resize import nearest_sources as onnx_nearest
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
+from .resize_nearest import fitted_nearest_params
 from .resize_spec import refuse_where_spec_differs
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
@@ -190,6 +191,10 @@ def _choose_params(graph: Graph, node: Node, mode: ResizeMode, wh: list[Axis | N
             if why is None:
                 return _params(resize_type, wh, style, align)
             reasons.append(why)
+    if resize_type == 1 and not dynamic:
+        fitted = fitted_nearest_params(mode, wh)      # another step that picks the same pixels
+        if fitted is not None:
+            return fitted
     raise fail(node, graph, f"mode {mode.mode} with coordinate_transformation_mode {mode.transform}"
                             + (f", nearest_mode {mode.nearest_mode}" if mode.mode == "nearest" else "")
                             + (f", cubic_coeff_a {mode.cubic_coeff_a:g}" if mode.mode == "cubic" else "")

@@ -17,12 +17,12 @@ CASES = {
     "conv_without_batch_axis": (
         [node("Conv", ["x", "W"])], [("x", (2, 3, 8, 8))], [("W", W)], {},
         ["Conv node 'my_conv'", "[2, 3, 8, 8]", "batch"]),
-    "conv_runtime_weight": (
-        [node("Conv", ["x", "w"])], [("x", (1, 3, 8, 8)), ("w", (2, 3, 3, 3))], [], {},
+    "conv3d_runtime_weight": (
+        [node("Conv", ["x", "w"])], [("x", (1, 3, 4, 8, 8)), ("w", (1, 3, 1, 1, 1))], [], {},
         ["Conv node 'my_conv'", "weight", "constant"]),
-    "conv_3d": (
-        [node("Conv", ["x", "W5"])], [("x", (1, 3, 4, 8, 8))], [("W5", np.ones((2, 3, 1, 1, 1), np.float32))],
-        {}, ["Conv node 'my_conv'", "3-D Conv is not supported"]),
+    "conv_3d_group_mismatch": (
+        [node("Conv", ["x", "W5"], group=3)], [("x", (1, 3, 4, 8, 8))], [("W5", np.ones((3, 2, 1, 1, 1), np.float32))],
+        {}, ["Conv node 'my_conv'", "with group 3 does not fit 3 input channels"]),
     "conv_same_dynamic_kernel_below_stride": (
         [node("Conv", ["x", "W1"], auto_pad="SAME_UPPER", strides=[2, 2])], [("x", (1, 3, "H", "W"))],
         [("W1", np.ones((2, 3, 1, 1), np.float32))], {}, ["SAME_UPPER", "--input-shape"]),
@@ -41,9 +41,9 @@ CASES = {
     "pool_without_batch_axis": (
         [node("MaxPool", ["x"], kernel_shape=[2, 2])], [("x", (2, 3, 8, 8))], [], {},
         ["MaxPool node 'my_maxpool'", "[2, 3, 8, 8]", "batch"]),
-    "pool_3d": (
-        [node("AveragePool", ["x"], kernel_shape=[2, 2, 2])], [("x", (1, 3, 4, 8, 8))], [], {},
-        ["AveragePool node 'my_averagepool'", "3-D AveragePool is not supported"]),
+    "pool_4d": (
+        [node("AveragePool", ["x"], kernel_shape=[2, 2, 2, 2])], [("x", (1, 3, 4, 4, 8, 8))], [], {},
+        ["AveragePool node 'my_averagepool'", "'x' would need 5 ncnn axes", "ncnn holds at most 4"]),
     "batchnorm_training": (
         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1)],
         [("x", (1, 2, 4, 4))], [(n, np.ones(2, np.float32)) for n in "sbmv"], {"opset": 15},

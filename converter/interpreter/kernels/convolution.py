@@ -21,6 +21,7 @@ import numpy as np
 from ..buffers import empty, recycle
 from ..registry import fail, kernel, require_rank
 from .activation import fused_activation, fused_activation_fn
+from .dynamic_weight import dynamic_step
 
 F32 = np.float32
 SAME_UPPER, SAME_LOWER = -233, -234
@@ -218,11 +219,15 @@ def _banded_im2col_matmul(w, source, flat_out, dims, oh: int, row: int, strides)
 
 @kernel("Convolution", prepare=True)
 def convolution(p, weights):
+    if p.dynamic_weight:
+        return dynamic_step(p, lambda q, w: grouped_conv(q, w, 1))
     return grouped_conv(p, weights, 1)
 
 
 @kernel("ConvolutionDepthWise", prepare=True)
 def convolution_depthwise(p, weights):
+    if p.dynamic_weight:
+        return dynamic_step(p, lambda q, w: grouped_conv(q, w, q.group))
     return grouped_conv(p, weights, p.group)
 
 
@@ -263,6 +268,8 @@ def _cut_deconv_border(p, out: np.ndarray) -> np.ndarray:
 
 @kernel("Deconvolution", prepare=True)
 def deconvolution(p, weights):
+    if p.dynamic_weight:
+        return dynamic_step(p, deconvolution, transposed=True)
     if p.int8_scale_term:
         fail("int8 deconvolution is not supported by the interpreter")
     kh, kw, out_c = p.kernel_h, p.kernel_w, p.num_output

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..registry import fail, kernel, require_rank
 from .convolution import place_deconv_taps
+from .dynamic_weight import dynamic_step
 
 
 def grouped_deconvolution(p, weights, x: np.ndarray, group: int) -> np.ndarray:
@@ -33,5 +34,8 @@ def grouped_deconvolution(p, weights, x: np.ndarray, group: int) -> np.ndarray:
 
 
 @kernel("DeconvolutionDepthWise")
-def deconvolution_depthwise(p, weights, x):
+def deconvolution_depthwise(p, weights, x, *dynamic):
+    if p.dynamic_weight:
+        build = lambda q, w: lambda xx: grouped_deconvolution(q, w, xx, q.group)  # noqa: E731
+        return dynamic_step(p, build, transposed=True)(x, *dynamic)
     return grouped_deconvolution(p, weights, x, p.group)
