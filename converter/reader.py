@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .ir import Graph, Node, Tensor
-from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INTS, SPECS, STR
+from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
 
 MAGIC = "7767517"
 MAX_PARAM_ID = 31          # ncnn keeps 32 params per layer (NCNN_MAX_PARAM_COUNT)
@@ -277,15 +277,18 @@ def _read_weights(records: list[LayerRecord], data: bytes, bin_source: str,
                 tag = int.from_bytes(take(4, f"the type tag of {what}", record), "little")
                 if tag == FP16_FLAG:
                     dtype = "<f2"
+                elif tag == INT8_FLAG:
+                    dtype = "i1"
                 elif tag != 0:
                     raise NcnnFormatError(
                         f"{bin_source}: unsupported weight type tag 0x{tag:08X} in layer "
                         f"{record.name!r} ({record.type}, {param_source}:{record.line}) "
-                        f"at offset {offset - 4} (int8/quantized weights are not supported)")
+                        f"at offset {offset - 4} (fp32, fp16 and int8 are supported)")
             nbytes = count * np.dtype(dtype).itemsize
             raw = take(nbytes, what, record)
             take(-nbytes % 4, f"the padding after {what}", record)
-            weights.append(np.frombuffer(raw, dtype=dtype).astype(np.float32))
+            # int8 weights keep their type: the writer stores them int8 again
+            weights.append(np.frombuffer(raw, dtype=dtype).astype(np.int8 if dtype == "i1" else np.float32))
         out.append(weights)
 
     if offset != len(data):

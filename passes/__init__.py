@@ -6,6 +6,7 @@ from typing import Callable
 
 from converter.ir import Graph
 
+from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
 from .eliminate_dead import eliminate_dead
 from .express_shapes import express_shapes
@@ -23,10 +24,13 @@ from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
+from .plan_int8 import plan_int8
 
 Pass = Callable[[Graph], dict]
 
 PIPELINE: list[Pass] = [
+    # before folding, which turns DequantizeLinear's int8 weights into float ones
+    plan_int8,
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
@@ -49,6 +53,9 @@ PIPELINE: list[Pass] = [
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
     lower_onnx,
+    # right after lowering: the planned layers still read the dequantized tensor and hold the
+    # exact dequantized weight (checked); the Q/DQ layers it bypasses die in eliminate_dead
+    apply_int8,
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims
     fix_broadcast,
