@@ -31,9 +31,16 @@ def int8_scales(p, weights, outputs: int, per: int = 1):
     return np.asarray(weights[0]).astype(np.float64), bias, scale_in[:outputs], bottom
 
 
-def dequantize(sums: np.ndarray, scale_in: np.ndarray, bias) -> np.ndarray:
-    """float32(int32 sum) * scale_in (+ bias), per output channel along axis 0."""
+def dequantize(sums: np.ndarray, scale_in: np.ndarray, bias, fused: bool = False) -> np.ndarray:
+    """float32(int32 sum) * scale_in + bias, per output channel along axis 0. `fused`: one
+    rounding, as ncnn's x86 Convolution does it in an FMA (a float32 product is exact in float64);
+    its ConvolutionDepthWise and InnerProduct round the product, then the sum."""
     shape = (-1,) + (1,) * (sums.ndim - 1)
+    if fused:
+        out = sums.astype(F32).astype(np.float64) * scale_in.astype(np.float64).reshape(shape)
+        if bias is not None:
+            out += np.asarray(bias, F32).astype(np.float64).reshape(shape)
+        return out.astype(F32)
     out = sums.astype(F32) * scale_in.reshape(shape)
     if bias is not None:
         out += np.asarray(bias, F32).reshape(shape)
@@ -67,5 +74,5 @@ def conv_step(p, weights, group: int, pads_of):
         oh = (xq.shape[1] - extent_h) // p.stride_h + 1
         ow = (xq.shape[2] - extent_w) // p.stride_w + 1
         sums = conv_sums(xq, w, group, ((kh, kw, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w), (oh, ow)))
-        return dequantize(sums, scale_in, bias)
+        return dequantize(sums, scale_in, bias, fused=p.group <= 1 if "group" in p else True)
     return step
