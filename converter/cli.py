@@ -72,10 +72,15 @@ def cmd_convert(args) -> int:
     io = model.io()
     if args.json:
         print(json.dumps({"param": str(param), "bin": str(bin_), "layers": len(model.graph.nodes),
-                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io}))
+                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io,
+                          **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers, "
           f"{model.stats.get('reshapes_inserted', 0)} broadcast reshapes inserted")
+    if "int8_layers" in model.stats:      # a quantized model: what runs int8, what runs in float and why
+        print(f"  {model.stats['int8_layers']} layers run int8")
+        for node, why in model.stats["int8_fallbacks"].items():
+            print(f"  float: {node}: {why}")
     for entry in io["inputs"] + io["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
