@@ -80,6 +80,9 @@ def _output_axis(graph: Graph, node: Node) -> tuple[str | None, int]:
     if node.op == "Gemm":
         return None, 0 if node.attrs.get("transB", 0) else 1
     weight = graph.tensors[node.inputs[1]]
+    if getattr(graph.producer(weight.name), "op", None) == "DequantizeLinear" and \
+            graph.value(graph.producer(weight.name).inputs[0]) is None:
+        return "both its operands are computed at run time (ncnn's int8 needs a constant weight)", 0
     if weight.rank != 2:
         return "a MatMul weight of rank other than 2 does not become an InnerProduct", 0
     return None, 1
@@ -121,28 +124,7 @@ def plan_int8(graph: Graph) -> dict:
             graph.int8_plans[node.name] = plan
         else:
             graph.int8_fallbacks[node.name] = why
-    return {"dequantized_constants": sum(_fold_dequantize(graph, n) for n in graph.topological()
-                                         if n.op == "DequantizeLinear")}
-
-
-def _fold_dequantize(graph: Graph, node: Node) -> bool:
-    """DequantizeLinear of constants -> float32 (q - z) * s, as onnxruntime computes it (exact).
-    Done here because onnx's reference evaluator has no DequantizeLinear before opset 19."""
-    q, (scale, zero) = graph.value(node.inputs[0]), _scale_zero(graph, node)
-    if q is None or scale is None or (len(node.inputs) > 2 and node.inputs[2] and zero is None):
-        return False
-    if node.attrs.get("block_size", 0) or q.dtype.kind not in "iu":
-        return False
-    shape = [1] * q.ndim
-    if scale.size > 1:
-        shape[int(node.attrs.get("axis", 1)) % q.ndim] = -1
-    zero = np.zeros((), q.dtype) if zero is None else zero
-    value = (q.astype(np.int64) - zero.astype(np.int64).reshape(shape)).astype(np.float32) \
-        * scale.astype(np.float32).reshape(shape)
-    out = graph.tensors[node.outputs[0]]
-    out.value, out.shape, out.batch_axis, out.dtype = value, value.shape, None, value.dtype
-    graph.remove_node(node)
-    return True
+    return {}
 
 
 def _is_quantized(graph: Graph, node: Node) -> bool:
