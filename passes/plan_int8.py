@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.quantized_values import quantize_linear
+
+from .fold_constants import fold_node
 
 INT8 = np.dtype(np.int8)
 
@@ -59,9 +62,10 @@ def _input_reason(graph: Graph, node: Node) -> tuple[str | None, str | None, flo
 def _weight_reason(graph: Graph, node: Node, out_axis: int) -> tuple[str | None, np.ndarray | None]:
     """(why not, ONNX scale per output) for the node's weight."""
     dq = graph.producer(node.inputs[1])
-    if dq is None or dq.op != "DequantizeLinear" or graph.value(dq.inputs[0]) is None:
+    q = _constant_quantized(graph, dq.inputs[0]) if dq is not None and dq.op == "DequantizeLinear" else None
+    if q is None:
         return "its weight is not a DequantizeLinear of a constant", None
-    q, (scale, zero) = graph.value(dq.inputs[0]), _scale_zero(graph, dq)
+    scale, zero = _scale_zero(graph, dq)
     if q.dtype != INT8 or scale is None or (zero is not None and np.any(zero != 0)):
         return f"its weight is {q.dtype} with a non-zero or unknown zero point", None
     if q.min(initial=0) < -127:
@@ -72,6 +76,21 @@ def _weight_reason(graph: Graph, node: Node, out_axis: int) -> tuple[str | None,
     if scale.size != outputs or int(dq.attrs.get("axis", 1)) % q.ndim != out_axis:
         return "its weight scales are not one per output channel", None
     return None, scale.astype(np.float32).ravel()
+
+
+def _constant_quantized(graph: Graph, name: str) -> np.ndarray | None:
+    """The int values of a constant, or of QuantizeLinear of a constant (quantize_static leaves
+    some weights float behind a Q/DQ pair), else None."""
+    value, q = graph.value(name), graph.producer(name)
+    if value is not None or q is None or q.op != "QuantizeLinear":
+        return value
+    values = [graph.value(i) if i else None for i in q.inputs]
+    if any(v is None for v, i in zip(values, q.inputs) if i):
+        return None
+    try:
+        return quantize_linear(*values, **q.attrs)[0]
+    except ValueError:
+        return None
 
 
 def _output_axis(graph: Graph, node: Node) -> tuple[str | None, int]:
@@ -111,6 +130,9 @@ FLOAT_ONLY = {"ConvTranspose": "ncnn's Deconvolution has no int8 path"}
 def plan_int8(graph: Graph) -> dict:
     if not any(n.op == "QuantizeLinear" for n in graph):
         return {}
+    for node in graph.topological():      # exporters (paddle2onnx) hold weights in Constant nodes
+        if node.op == "Constant":
+            fold_node(graph, node)
     for node in graph.topological():
         source = graph.producer(node.inputs[0]) if node.op == "DequantizeLinear" else None
         if source is not None and source.op == "QuantizeLinear":

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import onnx
+from onnx import version_converter
 
 from scripts.fetch_models import cache_dir, fetch
 
@@ -78,8 +80,19 @@ def calibration_feeds(name: str, seed: int = 0) -> list[dict]:
     return [QUANTIZED[name].feeds(rng) for _ in range(CALIBRATION_INPUTS)]
 
 
+def _at_least_opset13(source: Path, tmp: Path) -> Path:
+    """Per-channel Q/DQ (their axis attribute) needs opset 13; PP-OCR's paddle2onnx files are 12."""
+    model = onnx.load(str(source))
+    if next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) >= 13:
+        return source
+    upgraded = tmp / "opset13.onnx"
+    onnx.save(version_converter.convert_version(model, 13), str(upgraded))
+    return upgraded
+
+
 def _quantize(source: Path, target: Path, feeds: list[dict]) -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -89,8 +102,11 @@ def _quantize(source: Path, target: Path, feeds: list[dict]) -> None:
             return next(self.items, None)
 
     with tempfile.TemporaryDirectory() as tmp:
-        partial = Path(tmp) / target.name
-        quantize_static(str(source), str(partial), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+        partial, prepared = Path(tmp) / target.name, Path(tmp) / "prepared.onnx"
+        # onnxruntime's recommended pre-processing: shape inference and graph optimization (folds
+        # BatchNorm into Conv; quantizing an unfolded BatchNorm wrecked PP-OCR det's output)
+        quant_pre_process(str(_at_least_opset13(source, Path(tmp))), str(prepared), skip_symbolic_shape=True)
+        quantize_static(str(prepared), str(partial), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                         weight_type=QuantType.QInt8, activation_type=QuantType.QInt8,
                         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
         target.parent.mkdir(parents=True, exist_ok=True)

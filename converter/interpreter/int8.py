@@ -26,7 +26,7 @@ def int8_scales(p, weights, outputs: int, per: int = 1):
     bias = weights[1] if p.bias_term else None
     weight_scales = np.repeat(np.asarray(weights[-2], F32), per)
     bottom = F32(np.asarray(weights[-1]).ravel()[0])
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):   # ncnn too: a huge product gives scale 0
         scale_in = np.where(weight_scales == 0, F32(0), F32(1) / (bottom * weight_scales)).astype(F32)
     return np.asarray(weights[0]).astype(np.float64), bias, scale_in[:outputs], bottom
 
