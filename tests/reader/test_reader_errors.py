@@ -100,12 +100,20 @@ def test_flagged_fp32_and_fp16_and_plain_buffers(tmp_path):
         np.testing.assert_array_equal(conv.weights[1], [7, 8])
 
 
-@pytest.mark.parametrize("tag", [0x000D4B38, 0x0002C056, 0x00000001])
+@pytest.mark.parametrize("tag", [0x0002C056, 0x00000001])
 def test_unsupported_weight_tag(tmp_path, tag):
     data = struct.pack("<I", tag) + floats(*range(6)) + floats(7, 8)
     with pytest.raises(NcnnFormatError, match=rf"unsupported weight type tag 0x{tag:08X} in layer 'conv' "
-                                              r".*\(int8/quantized weights are not supported\)"):
+                                              r".*\(fp32, fp16 and int8 are supported\)"):
         read_ncnn(*write(tmp_path, CONV, data))
+
+
+def test_int8_weight_tag_reads_int8(tmp_path):
+    """0x000D4B38: the weight follows as int8 bytes, padded to 4 (the bias stays float)."""
+    data = struct.pack("<I", 0x000D4B38) + bytes([1, 2, 3, 0xFF, 0x81, 6, 0, 0]) + floats(7, 8)
+    conv = read_ncnn(*write(tmp_path, CONV, data)).nodes["conv"]
+    assert conv.weights[0].dtype == np.int8
+    np.testing.assert_array_equal(conv.weights[0], [1, 2, 3, -1, -127, 6])
 
 
 @pytest.mark.parametrize("cut, missing, what", [
