@@ -16,6 +16,7 @@ import pytest
 from converter import convert
 from converter.ncnn_runtime import run_ncnn
 from onnx_cases import to_ncnn
+from scripts.fetch_models import fetch
 from scripts.quantize_models import calibration_feeds, quantized
 
 MIN_INT8_LAYERS = {"yolov8n_320_int8": 60, "ppocrv4_det_int8": 60, "ppocrv4_rec_int8": 40,
@@ -48,3 +49,21 @@ def test_quantized_real_model(tmp_path, name):
             err = np.abs(results[e["ncnn"]].reshape(want.shape) - want).ravel()
             assert err.max() <= 1.5 * own_err.max(), (name, backend, e["onnx"], err.max(), own_err.max())
             assert err.mean() <= 5 * own_err.mean(), (name, backend, e["onnx"], err.mean(), own_err.mean())
+
+
+def test_smart_turn_v3_quantized_by_its_authors(tmp_path):
+    """pipecat's Smart-Turn v3.2 ships QDQ with uint8 activations (non-zero zero points): ncnn's
+    symmetric int8 cannot take them, so every pair runs emulated in float, each node reported."""
+    path = str(fetch("smart_turn_v3"))
+    x = np.random.default_rng(5).normal(0, 0.3, (1, 80, 800)).astype(np.float32)
+    converted = convert(path, input_shapes={"input_features": [1, 80, 800]})
+    reasons = converted.stats["int8_fallbacks"]
+    assert sum("zero point" in why for why in reasons.values()) >= 20
+    param, bin_ = tmp_path / "st.param", tmp_path / "st.bin"
+    converted.save(param, bin_)
+    (e_in,), (e_out,) = converted.io()["inputs"], converted.io()["outputs"]
+    feeds = {e_in["ncnn"]: to_ncnn(x, e_in)}
+    want = _onnxruntime(path, {"input_features": x}, False)[0]
+    own = np.abs(_onnxruntime(path, {"input_features": x}, True)[0] - want).max()
+    for got in (run_ncnn(param, bin_, feeds, [e_out["ncnn"]]), converted.run(feeds)):
+        assert np.abs(got[e_out["ncnn"]].reshape(want.shape) - want).max() <= 1.5 * own
