@@ -148,6 +148,10 @@ def cmd_verify(args) -> int:
     else:
         shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
         print(f"inputs: {shapes}; {report.reshapes_inserted} broadcast reshapes inserted")
+        if report.int8_layers is not None:
+            print(f"  {report.int8_layers} layers run int8; {len(report.int8_fallbacks)} quantized nodes in float")
+            for node, why in report.int8_fallbacks.items():
+                print(f"  float: {node}: {why}")
         for o in report.outputs:
             status = "ok  " if o.passed else "FAIL"
             figures = o.error or f"max abs {o.max_abs:.3g}, max rel {o.max_rel:.3g}"

@@ -88,6 +88,9 @@ class VerifyReport:
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
     layers: list[LayerRow] = field(default_factory=list)
+    # quantized models: layers that run int8, and each quantized node that runs in float, with why
+    int8_layers: int | None = None
+    int8_fallbacks: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -289,7 +292,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
-                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0))
+                          reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
+                          int8_layers=converted.stats.get("int8_layers"),
+                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
         _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)

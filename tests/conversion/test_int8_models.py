@@ -100,3 +100,19 @@ def test_quantized_model_matches_onnxruntime(quantized, runtime):
     err = np.abs(got[runtime] - want)
     assert err.max() <= step * (1 + 1e-5), (runtime, err.max(), step)
     assert np.mean(err > step / 2) <= 0.1, (runtime, np.mean(err > step / 2))
+
+
+def test_cli_and_verify_report_int8(tmp_path_factory, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from converter import verify
+    path = _quantized(tmp_path_factory, True)
+    result = subprocess.run([sys.executable, "-m", "converter", "convert", path, "-o", str(tmp_path), "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["int8_layers"] == 3 and len(stats["int8_fallbacks"]) == 5
+    report = verify(path, backend="interp")
+    assert report.passed and report.int8_layers == 3 and "y_QuantizeLinear" in report.int8_fallbacks
