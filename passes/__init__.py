@@ -9,6 +9,7 @@ from converter.ir import Graph
 from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
 from .eliminate_dead import eliminate_dead
+from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .fold_constants import fold_constants
@@ -29,6 +30,8 @@ from .plan_int8 import plan_int8
 Pass = Callable[[Graph], dict]
 
 PIPELINE: list[Pass] = [
+    # QLinearConv/QLinearMatMul become DQ -> float op -> Q, which plan_int8 then reads
+    expand_qlinear,
     # before folding, which turns DequantizeLinear's int8 weights into float ones
     plan_int8,
     # shape chains and constant subgraphs become constants first, so fusions and

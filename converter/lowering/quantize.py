@@ -79,8 +79,7 @@ def dequantize_linear(graph: Graph, node: Node) -> list[Node]:
     return nodes
 
 
-@lowers("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv", "QLinearMatMul",
-        "DynamicQuantizeLSTM")
+@lowers("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
 def refuse_integer_op(graph: Graph, node: Node) -> list[Node]:
-    raise fail(node, graph, "integer-domain quantized ops are not supported; quantize the model in "
-                            "QDQ format (onnxruntime quantize_static, quant_format=QDQ)")
+    raise fail(node, graph, "integer-domain quantized ops are not supported (dynamic quantization); "
+                            "quantize the model in QDQ format (onnxruntime quantize_static, quant_format=QDQ)")
