@@ -108,9 +108,14 @@ def cmd_convert(args) -> int:
     if args.json:
         print(json.dumps({"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
                           "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io,
-                          "warnings": model.stats.get("warnings", [])}))
+                          "warnings": model.stats.get("warnings", []),
+                          **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
+    if "int8_layers" in model.stats:      # a quantized model: what runs int8, what runs in float and why
+        print(f"  {model.stats['int8_layers']} layers run int8")
+        for node, why in model.stats["int8_fallbacks"].items():
+            print(f"  float: {node}: {why}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
     for entry in io["inputs"] + io["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
@@ -199,6 +204,10 @@ def cmd_verify(args) -> int:
         print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
         for note in report.sizes:
             print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
+        if report.int8_layers is not None:
+            print(f"  {report.int8_layers} layers run int8; {len(report.int8_fallbacks)} quantized nodes in float")
+            for node, why in report.int8_fallbacks.items():
+                print(f"  float: {node}: {why}")
         for o in report.outputs:
             status = "ok  " if o.passed else "FAIL"
             of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"

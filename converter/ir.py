@@ -92,6 +92,9 @@ class Graph:
         self._topo_cache: tuple[int, list[Node]] | None = None
         self.opset = 13
         self.warnings: list[str] = []    # one line each, for the user (e.g. checker complaints)
+        # quantized models (passes/plan_int8.py): ONNX node -> its int8 plan, or why it runs in float
+        self.int8_plans: dict[str, Any] = {}
+        self.int8_fallbacks: dict[str, str] = {}
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

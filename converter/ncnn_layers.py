@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 INT, FLOAT, INTS, FLOATS, STR = "int", "float", "ints", "floats", "str"
 FP16_FLAG = 0x01306B47
+INT8_FLAG = 0x000D4B38      # a flagged weight stored as int8 (modelbin.cpp)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,16 @@ _CONV_WEIGHTS = (
     WeightSpec("weight", _numel("weight_data_size"), flagged=True, present=_static_weight),
     WeightSpec("bias", _numel("num_output"), present=lambda p: _has_bias(p) and _static_weight(p)),
 )
+# int8 layers (convolution.cpp, innerproduct.cpp load_model): after the bias, one weight scale per
+# output (ConvolutionDepthWise: per group, or one for 2/102), the input blob's scale, and with
+# 8 > 100 the output's requantize scale. Scales are the reciprocal of ONNX's (q = x * scale).
+_int8 = lambda p: bool(p.int8_scale_term)  # noqa: E731
+_INT8_TAIL = (WeightSpec("bottom_blob_int8_scales", lambda p: 1, present=_int8),
+              WeightSpec("top_blob_int8_scales", lambda p: 1, present=lambda p: p.int8_scale_term > 100))
+_INT8_WEIGHTS = (WeightSpec("weight_data_int8_scales", _numel("num_output"), present=_int8), *_INT8_TAIL)
+_INT8_DW_WEIGHTS = (WeightSpec("weight_data_int8_scales",
+                               lambda p: 1 if p.int8_scale_term in (2, 102) else max(p.group, 1),
+                               present=_int8), *_INT8_TAIL)
 
 layer("Input", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0))
 layer("MemoryData", (0, "w", INT, 0), (1, "h", INT, 0), (11, "d", INT, 0), (2, "c", INT, 0),
@@ -126,8 +137,9 @@ layer("SELU", (0, "alpha", FLOAT, 1.67326324), (1, "lambda", FLOAT, 1.050700987)
 layer("Erf")
 layer("PReLU", (0, "num_slope", INT, 0), weights=(WeightSpec("slope", _numel("num_slope")),))
 layer("Softmax", (0, "axis", INT, 0), (1, "fixbug0", INT, 0))
-layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS)
-layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1), weights=_CONV_WEIGHTS)
+layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS + _INT8_WEIGHTS)
+layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1),
+      weights=_CONV_WEIGHTS + _INT8_DW_WEIGHTS)
 layer("Deconvolution", *_CONV_GEOMETRY[:-2], (18, "output_pad_right", INT, 0),
       (19, "output_pad_bottom", INT, "output_pad_right"), (20, "output_w", INT, 0),
       (21, "output_h", INT, "output_w"), (28, "dynamic_weight", INT, 0), weights=_CONV_WEIGHTS)
@@ -146,7 +158,7 @@ layer("Pooling", (0, "pooling_type", INT, 0), (1, "kernel_w", INT, 0), (2, "stri
 layer("InnerProduct", (0, "num_output", INT, 0), (1, "bias_term", INT, 0),
       (2, "weight_data_size", INT, 0), (8, "int8_scale_term", INT, 0), *_ACTIVATION,
       weights=(WeightSpec("weight", _numel("weight_data_size"), flagged=True),
-               WeightSpec("bias", _numel("num_output"), present=_has_bias)))
+               WeightSpec("bias", _numel("num_output"), present=_has_bias), *_INT8_WEIGHTS))
 layer("MatMul", (0, "transB", INT, 0))
 layer("BatchNorm", (0, "channels", INT, 0), (1, "eps", FLOAT, 0.0),
       weights=tuple(WeightSpec(n, _numel("channels")) for n in ("slope", "mean", "variance", "bias")))

@@ -36,11 +36,13 @@ def available() -> bool:
 def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int) -> dict:
     import ncnn
     net = ncnn.Net()
-    # exact fp32 arithmetic: every reduced-precision path off
+    # exact fp32 arithmetic: every reduced-precision path off; int8 stays on, it only changes
+    # layers that hold int8 weights (without it they would read int8 weights as float)
     for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed",
-                "use_bf16_storage", "use_vulkan_compute", "use_int8_inference"):
+                "use_bf16_storage", "use_vulkan_compute"):
         if hasattr(net.opt, opt):
             setattr(net.opt, opt, False)
+    net.opt.use_int8_inference = True
     net.opt.num_threads = threads
     if net.load_param(param) != 0:
         raise NcnnError(f"ncnn could not load {param}")

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from .ir import Graph, Node, Tensor
-from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INTS, SPECS, STR
+from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
 
-INT8_FLAG = 0x000D4B38          # src/modelbin.cpp: int8 weights
 FP32_SCALED_FLAG = 0x0002C056   # src/modelbin.cpp: plain float32 data under another tag
 
 MAGIC = "7767517"
@@ -281,21 +280,20 @@ def _read_weights(records: list[LayerRecord], data: bytes, bin_source: str,
                 if tag == FP16_FLAG:
                     dtype = "<f2"
                 elif tag == INT8_FLAG:
-                    raise NcnnFormatError(
-                        f"{bin_source}: int8 (quantized) weights in layer {record.name!r} ({record.type}, "
-                        f"{param_source}:{record.line}) at offset {offset - 4} are not supported")
+                    dtype = "i1"
                 elif tag not in (0, FP32_SCALED_FLAG):
                     # ncnn would read any other non-zero tag as a 256-entry quantization table; in
                     # practice it is a .bin written for another .param, or one cut short
                     raise NcnnFormatError(
-                        f"{bin_source}: 0x{tag:08X} at offset {offset - 4} is not the float32/float16 "
+                        f"{bin_source}: 0x{tag:08X} at offset {offset - 4} is not the float32/float16/int8 "
                         f"type tag layer {record.name!r} ({record.type}, {param_source}:{record.line}) "
                         f"needs: the .bin does not match the .param (mismatched or truncated .bin; "
                         f"table-quantized weights are not supported)")
             nbytes = count * np.dtype(dtype).itemsize
             raw = take(nbytes, what, record)
             take(-nbytes % 4, f"the padding after {what}", record)
-            weights.append(np.frombuffer(raw, dtype=dtype).astype(np.float32))
+            # int8 weights keep their type: the writer stores them int8 again
+            weights.append(np.frombuffer(raw, dtype=dtype).astype(np.int8 if dtype == "i1" else np.float32))
         out.append(weights)
 
     if offset != len(data):

@@ -96,6 +96,9 @@ class VerifyReport:
     atol: float | None = None
     sizes: list[str] = field(default_factory=list)      # dynamic dims verify chose, and why
     warnings: list[str] = field(default_factory=list)   # why a pass may prove little
+    # quantized models: layers that run int8, and each quantized node that runs in float, with why
+    int8_layers: int | None = None
+    int8_fallbacks: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -342,7 +345,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
                           constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
-                          sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})])
+                          sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})],
+                          int8_layers=converted.stats.get("int8_layers"),
+                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
     for b in backends:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .ir import Graph, Node
-from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INTS, SPECS, STR
+from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
 
 MAGIC = 7767517
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\-]")
@@ -108,11 +108,14 @@ def weight_bytes(node: Node, fp16: bool = False) -> bytes:
         raise ValueError(f"{node.op} '{node.name}' has {len(node.weights)} weights, spec wants {len(layout)}")
     params = SPECS[node.op].resolve(node.params)
     for spec, data in zip(layout, node.weights):
-        flat = np.ascontiguousarray(data, dtype=np.float32).ravel()
+        tagged = spec.tagged(params)
+        int8 = tagged and np.asarray(data).dtype == np.int8       # quantized weights stay int8
+        flat = np.ascontiguousarray(data, dtype=np.int8 if int8 else np.float32).ravel()
         if flat.size != spec.count(params):
             raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")
-        tagged = spec.tagged(params)
-        if tagged and fp16:
+        if int8:
+            out += struct.pack("<I", INT8_FLAG) + flat.tobytes()
+        elif tagged and fp16:
             out += struct.pack("<I", FP16_FLAG) + flat.astype("<f2").tobytes()
         elif tagged:
             out += struct.pack("<I", 0) + flat.astype("<f4").tobytes()

@@ -6,9 +6,11 @@ from typing import Callable
 
 from converter.ir import Graph
 
+from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
+from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
@@ -31,6 +33,7 @@ from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
+from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .split_wide_transposes import split_wide_transposes
@@ -38,6 +41,10 @@ from .split_wide_transposes import split_wide_transposes
 Pass = Callable[[Graph], dict]
 
 PIPELINE: list[Pass] = [
+    # QLinearConv/QLinearMatMul become DQ -> float op -> Q, which plan_int8 then reads
+    expand_qlinear,
+    # before folding, which turns DequantizeLinear's int8 weights into float ones
+    plan_int8,
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
@@ -79,6 +86,9 @@ PIPELINE: list[Pass] = [
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,
     lower_onnx,
+    # right after lowering: the planned layers still read the dequantized tensor and hold the
+    # exact dequantized weight (checked); the Q/DQ layers it bypasses die in eliminate_dead
+    apply_int8,
     # needs lowered BinaryOps and the ONNX shapes still on their tensors; runs before
     # constants become MemoryData so a reshaped constant is just different dims
     fix_broadcast,

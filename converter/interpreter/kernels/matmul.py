@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import int8
 from ..registry import fail, kernel, shape_str
 from .activation import fused_activation
 
@@ -11,9 +12,10 @@ F32 = np.float32
 
 @kernel("InnerProduct")
 def innerproduct(p, weights, x):
-    if p.int8_scale_term:
-        fail("int8 InnerProduct is not supported by the interpreter")
     num_input = p.weight_data_size // p.num_output
+    if p.int8_scale_term:
+        return fused_activation(_innerproduct_int8(p, weights, x, num_input), p.activation_type,
+                                p.activation_params)
     w = weights[0].reshape(p.num_output, num_input)
     if x.ndim == 2 and x.shape[1] == num_input:
         out = x @ w.T                          # one output row per input row
@@ -24,6 +26,17 @@ def innerproduct(p, weights, x):
     if p.bias_term:
         out = out + weights[1]
     return fused_activation(out, p.activation_type, p.activation_params)
+
+
+def _innerproduct_int8(p, weights, x, num_input: int) -> np.ndarray:
+    """ncnn's forward_int8: x quantized with the bottom scale, int32 sums, scaled back per output."""
+    w, bias, scale_in, bottom = int8.int8_scales(p, weights, p.num_output)
+    w = w.reshape(p.num_output, num_input)
+    if x.ndim == 2 and x.shape[1] == num_input:
+        return int8.dequantize(w @ int8.float2int8(x, bottom).T, scale_in, bias).T
+    if x.size != num_input:
+        fail(f"InnerProduct takes {num_input} inputs, got shape {shape_str(x)}")
+    return int8.dequantize(w @ int8.float2int8(x.reshape(-1), bottom), scale_in, bias)
 
 
 # ---- Gemm ----------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""QuantizeLinear / DequantizeLinear on activations -> float BinaryOp/UnaryOp/Clip chains.
+
+Where a quantized pair cannot run as an ncnn int8 layer (passes/plan_int8.py decides),
+it is emulated in float32, which reproduces onnxruntime exactly:
+  QuantizeLinear    q = clip(round_half_even(x / s) + z, qmin, qmax)
+  DequantizeLinear  y = (q - z) * s
+The quantized tensor travels as float32 holding whole numbers (exact up to 2**24). ncnn's
+UnaryOp round is nearbyintf under FE_TONEAREST (ties to even, as ONNX) and its BinaryOp div
+is a true division. DequantizeLinear of a constant (weights, biases) never gets here: it
+folds to float weights, exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ncnn_layers import BINARY_OPS
+from . import lowers
+from .common import fail, layer, new_tensor, optional_constant, unary_chain
+from .elementwise import binary
+
+# the saturation range of each quantized type ONNX's QuantizeLinear writes
+RANGES = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255),
+          np.dtype(np.int16): (-32768, 32767), np.dtype(np.uint16): (0, 65535)}
+
+
+def _per_axis(graph: Graph, node: Node, slot: int, what: str, default_dtype) -> np.ndarray:
+    """A scale or zero point shaped to broadcast along the node's axis (one value stays a scalar)."""
+    value = optional_constant(graph, node, slot, what)
+    if value is None:
+        return np.zeros((), default_dtype)
+    if node.attrs.get("block_size", 0):
+        raise fail(node, graph, "blocked quantization (block_size) is not supported")
+    if value.size == 1:
+        return value.reshape(())
+    rank = graph.tensors[node.inputs[0]].rank
+    axis = int(node.attrs.get("axis", 1)) % rank
+    return value.reshape([-1 if k == axis else 1 for k in range(rank)])
+
+
+def _step(graph: Graph, node: Node, x: str, value: np.ndarray, op: str, out: str | None,
+          nodes: list[Node]) -> str:
+    """Append op(x, value) (a constant operand) to `nodes`; returns the result's tensor."""
+    shape, batch = graph.tensors[node.outputs[0]].shape, graph.tensors[node.outputs[0]].batch_axis
+    out = out or new_tensor(graph, f"{node.outputs[0]}_{op}", shape, batch)
+    operand = graph.add_constant(f"{node.name}_{op}", value.astype(np.float32)).name
+    nodes.append(binary(graph, node, x, operand, BINARY_OPS[op], out, suffix=f"_{op}"))
+    return out
+
+
+@lowers("QuantizeLinear")
+def quantize_linear(graph: Graph, node: Node) -> list[Node]:
+    scale = _per_axis(graph, node, 1, "the scale (input 1)", np.float32)
+    zero = _per_axis(graph, node, 2, "the zero point (input 2)", np.uint8)
+    if zero.dtype not in RANGES:
+        raise fail(node, graph, f"quantized type {zero.dtype} is not supported (int8, uint8, int16, uint16)")
+    out = graph.tensors[node.outputs[0]]
+    nodes: list[Node] = []
+    scaled = _step(graph, node, node.inputs[0], scale, "div", None, nodes)
+    rounded = new_tensor(graph, f"{out.name}_round", out.shape, out.batch_axis)
+    nodes += unary_chain(node, graph, scaled, rounded, ["round"])
+    if np.any(zero != 0):
+        rounded = _step(graph, node, rounded, zero.astype(np.float32), "add", None, nodes)
+    lo, hi = RANGES[zero.dtype]
+    nodes.append(layer(node, graph, "Clip", [rounded], [out.name], {0: float(lo), 1: float(hi)}, suffix="_clip"))
+    out.dtype = np.dtype(np.float32)       # whole numbers held as float32 from here on
+    return nodes
+
+
+@lowers("DequantizeLinear")
+def dequantize_linear(graph: Graph, node: Node) -> list[Node]:
+    scale = _per_axis(graph, node, 1, "the scale (input 1)", np.float32)
+    zero = _per_axis(graph, node, 2, "the zero point (input 2)", np.uint8)
+    nodes: list[Node] = []
+    x = node.inputs[0]
+    if np.any(zero != 0):
+        x = _step(graph, node, x, zero.astype(np.float32), "sub", None, nodes)
+    _step(graph, node, x, scale, "mul", node.outputs[0], nodes)
+    return nodes
+
+
+@lowers("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
+def refuse_integer_op(graph: Graph, node: Node) -> list[Node]:
+    raise fail(node, graph, "integer-domain quantized ops are not supported (dynamic quantization); "
+                            "quantize the model in QDQ format (onnxruntime quantize_static, quant_format=QDQ)")

@@ -1,0 +1,72 @@
+"""Turn the lowered layers passes/plan_int8.py planned into ncnn int8 layers.
+
+The layer reads the float tensor before the QuantizeLinear/DequantizeLinear pair and
+quantizes it itself; its weights become int8 with ncnn's scales (1/ONNX scale) after
+them (8=int8_scale_term). The lowered float weight must still be exactly the dequantized
+int8 weight (a fusion that changed it keeps the layer in float). Pairs nothing else
+reads die in eliminate_dead. Returns how many layers run int8 and every quantized node
+that runs in float, with its reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from converter.ir import Graph, Node
+
+from .plan_int8 import ActivationPair, Int8Plan
+
+INT8_LAYERS = {"Convolution", "ConvolutionDepthWise", "InnerProduct"}
+
+
+def _reciprocal(scales: np.ndarray) -> np.ndarray:
+    """ncnn's scale (q = x * scale); 0 stays 0, which ncnn reads as 'this output is zero'."""
+    scales = np.asarray(scales, np.float32)
+    return np.divide(np.float32(1), scales, out=np.zeros_like(scales), where=scales != 0)
+
+
+def int8_weights(node: Node, plan: Int8Plan) -> tuple[list[np.ndarray] | None, int, str | None]:
+    """(new weights, int8_scale_term, why not) for a lowered float layer."""
+    outputs = int(node.params[0])
+    if plan.weight_scales.size != outputs:
+        return None, 0, f"{plan.weight_scales.size} weight scales for {outputs} outputs"
+    w = np.asarray(node.weights[0], np.float32).reshape(outputs, -1)
+    scales = plan.weight_scales.reshape(outputs, 1)
+    q = np.round(np.divide(w, scales, out=np.zeros_like(w), where=scales != 0))
+    if np.abs(q).max(initial=0) > 127 or not np.array_equal(q.astype(np.float32) * scales, w):
+        return None, 0, "the weight is no longer the dequantized int8 weight (changed by a fusion)"
+    layer_scales, term = _reciprocal(plan.weight_scales), 1
+    if node.op == "ConvolutionDepthWise":      # ncnn keeps one weight scale per group
+        group = int(node.params.get(7, 1))
+        per_group = layer_scales.reshape(group, -1)
+        if np.any(per_group != per_group[:, :1]):
+            return None, 0, "ncnn's int8 ConvolutionDepthWise has one weight scale per group"
+        layer_scales = per_group[:, 0]
+    bottom = _reciprocal(np.array([plan.input_scale]))
+    return [q.astype(np.int8).ravel(), *node.weights[1:], layer_scales, bottom], term, None
+
+
+def apply_int8(graph: Graph) -> dict:
+    plans = graph.int8_plans
+    if not plans:
+        return {}
+    fallbacks, count = dict(graph.int8_fallbacks), 0
+    for node in graph.topological():
+        plan = plans.get(node.origin) if node.ncnn else None
+        if not isinstance(plan, Int8Plan) or node.op not in INT8_LAYERS:
+            continue
+        if node.inputs[0] != plan.dq_out:
+            fallbacks[node.origin] = f"lowered to {node.op} on a reshaped input"
+            continue
+        weights, term, why = int8_weights(node, plan)
+        if why:
+            fallbacks[node.origin] = why
+            continue
+        node.weights, node.params[8] = weights, term
+        graph.replace_input(node, 0, plan.x)
+        count += 1
+    for name, pair in plans.items():
+        if isinstance(pair, ActivationPair) and (graph.consumers(pair.dq_out) or pair.dq_out in graph.outputs):
+            readers = sorted({c.origin or c.name for c in graph.consumers(pair.dq_out)})[:3]
+            what = f"read by non-int8 layers: {', '.join(readers)}" if readers else "a graph output"
+            fallbacks[pair.quantizer] = f"Q/DQ pair emulated in float32 ({what})"
+    return {"int8_layers": count, "int8_fallbacks": fallbacks}

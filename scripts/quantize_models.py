@@ -1,0 +1,128 @@
+"""Quantized versions of real models, made with onnxruntime's quantize_static, into the model cache.
+
+    python scripts/quantize_models.py [NAME ...]     # prints each quantized model's cached path
+
+QDQ format, int8 weights per output channel, symmetric int8 activations (zero point 0), the
+form ncnn's int8 layers take. Calibration runs a few realistic inputs (a synthetic text page
+for the OCR models, smooth photo-like images for the detector and the ViT, short token runs for
+BERT), fixed by seed, so a rebuild gives the same file. Only onnxruntime is needed (no torch).
+The file is written whole or not at all, into <cache>/quantized/<name>.onnx.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import version_converter
+
+from scripts.fetch_models import cache_dir, fetch
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+def text_page(shape, rng) -> np.ndarray:
+    """A white page with dark glyph-like strokes in lines, normalized as PP-OCR does."""
+    _, _, h, w = shape
+    img = np.ones((h, w, 3), np.float32)
+    for _ in range(max(1, h * w // 2000)):
+        y, x = rng.integers(2, max(3, h - 12)), rng.integers(1, max(2, w - 60))
+        for k in range(8):
+            img[y:y + 10, x + 7 * k:x + 7 * k + 3] = rng.uniform(0.0, 0.3)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    return ((img - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
+
+
+def photo(shape, rng) -> np.ndarray:
+    """Smooth colour fields with a few shapes, in [0, 1]: what a preprocessed photo looks like."""
+    _, c, h, w = shape
+    yy, xx = np.mgrid[0:h, 0:w] / max(h, w)
+    img = np.stack([0.5 + 0.4 * np.sin(rng.uniform(1, 6) * xx + rng.uniform(1, 6) * yy + rng.uniform(0, 6))
+                    for _ in range(c)])
+    for _ in range(4):
+        y0, x0 = rng.integers(0, h // 2), rng.integers(0, w // 2)
+        img[:, y0:y0 + h // 4, x0:x0 + w // 4] = rng.uniform(0, 1, (c, 1, 1))
+    return img[None].astype(np.float32)
+
+
+def tokens(rng) -> dict[str, np.ndarray]:
+    return {"input_ids": rng.integers(1, 50, (1, 8)).astype(np.int64),
+            "attention_mask": np.ones((1, 8), np.int64)}
+
+
+@dataclass(frozen=True)
+class Quantized:
+    name: str
+    source: Callable[[], Path]
+    feeds: Callable[[np.random.Generator], dict]
+
+
+QUANTIZED = {q.name: q for q in [
+    Quantized("yolov8n_320_int8", lambda: fetch("yolov8n_320"),
+              lambda rng: {"images": photo((1, 3, 320, 320), rng)}),
+    Quantized("ppocrv4_det_int8", lambda: fetch("ppocrv4_det"),
+              lambda rng: {"x": text_page((1, 3, 96, 128), rng)}),
+    Quantized("ppocrv4_rec_int8", lambda: fetch("ppocrv4_rec"),
+              lambda rng: {"x": text_page((1, 3, 48, 160), rng)}),
+    Quantized("vit_tiny_int8", lambda: MODELS_DIR / "vit_tiny.onnx",
+              lambda rng: {"pixel_values": (photo((1, 3, 32, 32), rng) - 0.5) / 0.5}),
+    Quantized("bert_tiny_int8", lambda: MODELS_DIR / "bert_tiny.onnx", tokens),
+]}
+CALIBRATION_INPUTS = 4
+
+
+def calibration_feeds(name: str, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    return [QUANTIZED[name].feeds(rng) for _ in range(CALIBRATION_INPUTS)]
+
+
+def _at_least_opset13(source: Path, tmp: Path) -> Path:
+    """Per-channel Q/DQ (their axis attribute) needs opset 13; PP-OCR's paddle2onnx files are 12."""
+    model = onnx.load(str(source))
+    if next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) >= 13:
+        return source
+    upgraded = tmp / "opset13.onnx"
+    onnx.save(version_converter.convert_version(model, 13), str(upgraded))
+    return upgraded
+
+
+def _quantize(source: Path, target: Path, feeds: list[dict]) -> None:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.items = iter(feeds)
+
+        def get_next(self):
+            return next(self.items, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        partial, prepared = Path(tmp) / target.name, Path(tmp) / "prepared.onnx"
+        # onnxruntime's recommended pre-processing: shape inference and graph optimization (folds
+        # BatchNorm into Conv; quantizing an unfolded BatchNorm wrecked PP-OCR det's output)
+        quant_pre_process(str(_at_least_opset13(source, Path(tmp))), str(prepared), skip_symbolic_shape=True)
+        quantize_static(str(prepared), str(partial), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        weight_type=QuantType.QInt8, activation_type=QuantType.QInt8,
+                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_suffix(".part")
+        staged.write_bytes(partial.read_bytes())
+        staged.replace(target)
+
+
+def quantized(name: str) -> Path:
+    """The cached quantized model `name`, made on the first call."""
+    target = cache_dir() / "quantized" / f"{name}.onnx"
+    if not target.is_file():
+        _quantize(QUANTIZED[name].source(), target, calibration_feeds(name))
+    return target
+
+
+if __name__ == "__main__":
+    for model in sys.argv[1:] or list(QUANTIZED):
+        print(f"{model}\t{quantized(model)}")

@@ -1,0 +1,128 @@
+"""Hand-built QDQ graphs: what ncnn's int8 cannot take falls back to float with its reason, the
+float emulation of Q/DQ matches onnxruntime exactly, and integer-domain ops are refused in one line."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from converter import convert
+from converter.ir import ConversionError
+from converter.ncnn_runtime import run_ncnn
+
+
+def qdq_conv(weight_q: np.ndarray, weight_scale, x_zero=np.int8(0), axis: int = 0) -> onnx.ModelProto:
+    """x -> Q/DQ (scale 0.05, given zero point) -> Conv(weight DQ(weight_q)) -> y."""
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(x_zero), "xz"),
+             numpy_helper.from_array(weight_q.astype(np.int8), "wq"),
+             numpy_helper.from_array(np.asarray(weight_scale, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(np.shape(weight_scale), np.int8), "wz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=axis),
+             helper.make_node("Conv", ["xd", "w"], ["y"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def run_both(model: onnx.ModelProto, tmp_path, x: np.ndarray):
+    converted = convert(model)
+    converted.save(tmp_path / "m.param", tmp_path / "m.bin")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})[0][0]
+    real = run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"])["y"]
+    return converted, want, real, converted.run({"x": x[0]}, layout="ncnn")["y"]
+
+
+WEIGHT = np.random.default_rng(0).integers(-127, 128, (4, 3, 3, 3))
+# values on and around .5-step boundaries, beyond the int8 range, and ordinary ones
+X = (np.random.default_rng(1).normal(0, 3, (1, 3, 6, 6)).astype(np.float32) // 0.025 * 0.025).astype(np.float32)
+
+
+@pytest.mark.parametrize("case, weight, x_zero, reason", [
+    ("weight_minus_128", np.where(np.arange(WEIGHT.size).reshape(WEIGHT.shape) == 7, -128, WEIGHT), np.int8(0),
+     "-128"),
+    ("uint8_input", WEIGHT, np.uint8(128), "zero point 128"),
+    ("int8_input_zero_point", WEIGHT, np.int8(3), "zero point 3"),
+])
+def test_fallback_is_exact_float(tmp_path, case, weight, x_zero, reason):
+    converted, want, real, ours = run_both(qdq_conv(weight, np.full(4, 0.01), x_zero), tmp_path, X)
+    assert converted.stats["int8_layers"] == 0
+    conv = next(name for name in converted.stats["int8_fallbacks"] if name.startswith("Conv"))
+    assert reason in converted.stats["int8_fallbacks"][conv]
+    # Q/DQ emulated exactly; only the float convolution's summation order differs
+    np.testing.assert_allclose(real, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [np.full(4, 0.01), np.array(0.02), np.array([0.01, 0.02, 0.0, 0.03])])
+def test_int8_conv_per_channel_per_tensor_and_zero_scale(tmp_path, scale):
+    converted, want, real, ours = run_both(qdq_conv(WEIGHT, scale), tmp_path, X)
+    assert converted.stats["int8_layers"] == 1
+    # ncnn's x * (1/s) may round an input a step away from onnxruntime's x / s at a .5 boundary:
+    # one input step (0.05) times the largest weight row's L1 norm bounds each output's change
+    bound = 0.05 * np.abs(WEIGHT * np.reshape(scale, (-1, 1, 1, 1))).reshape(4, -1).sum(1).max()
+    assert np.abs(real - want).max() <= bound and np.abs(ours - want).max() <= bound
+
+
+@pytest.mark.parametrize("op, inputs", [("DynamicQuantizeLinear", ["x"]),
+                                         ("MatMulInteger", ["x", "x"])])
+def test_integer_ops_are_refused_in_one_line(op, inputs):
+    if op == "DynamicQuantizeLinear":
+        dtype, outputs = TensorProto.FLOAT, [("y", TensorProto.UINT8, [2, 2]), ("s", TensorProto.FLOAT, []),
+                                             ("z", TensorProto.UINT8, [])]
+    else:
+        dtype, outputs = TensorProto.UINT8, [("y", TensorProto.INT32, [2, 2])]
+    graph = helper.make_graph([helper.make_node(op, inputs, [o[0] for o in outputs])], "g",
+                              [helper.make_tensor_value_info("x", dtype, [2, 2])],
+                              [helper.make_tensor_value_info(*o) for o in outputs])
+    with pytest.raises(ConversionError, match=op) as info:
+        convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert "\n" not in str(info.value) and "QDQ" in str(info.value)
+
+
+def qlinear_model() -> onnx.ModelProto:
+    """x -> QuantizeLinear -> QLinearConv (per-channel, int32 bias) -> QLinearConv (depthwise)
+    -> QLinearMatMul after a Reshape -> DequantizeLinear, all int8 with zero point 0."""
+    rng = np.random.default_rng(2)
+
+    def c(name, value, dtype):
+        return numpy_helper.from_array(np.asarray(value, dtype), name)
+    inits = [c("xs", 0.05, np.float32), c("z", 0, np.int8), c("w1", rng.integers(-127, 128, (4, 3, 3, 3)), np.int8),
+             c("w1s", rng.uniform(0.005, 0.02, 4), np.float32), c("z4", np.zeros(4), np.int8),
+             c("b1", rng.integers(-500, 500, 4), np.int32), c("y1s", 0.2, np.float32),
+             c("w2", rng.integers(-127, 128, (4, 1, 3, 3)), np.int8), c("w2s", rng.uniform(0.005, 0.02, 4), np.float32),
+             c("y2s", 0.1, np.float32), c("shape", [1, 4 * 36], np.int64),
+             c("w3", rng.integers(-127, 128, (4 * 36, 5)), np.int8), c("w3s", 0.01, np.float32),
+             c("y3s", 0.3, np.float32)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z"], ["xq"]),
+             helper.make_node("QLinearConv", ["xq", "xs", "z", "w1", "w1s", "z4", "y1s", "z", "b1"], ["c1"],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("QLinearConv", ["c1", "y1s", "z", "w2", "w2s", "z4", "y2s", "z"], ["c2"],
+                              pads=[1, 1, 1, 1], group=4),
+             helper.make_node("Reshape", ["c2", "shape"], ["r"]),
+             helper.make_node("QLinearMatMul", ["r", "y2s", "z", "w3", "w3s", "z", "y3s", "z"], ["m"]),
+             helper.make_node("DequantizeLinear", ["m", "y3s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_qlinear_ops_run_int8(tmp_path):
+    """onnxruntime requantizes QLinear sums in its own rounding, so an output may be a step off."""
+    model = qlinear_model()
+    converted = convert(model)
+    assert converted.stats["qlinear_expanded"] == 3 and converted.stats["int8_layers"] >= 2
+    converted.save(tmp_path / "m.param", tmp_path / "m.bin")
+    # ordinary inputs (X above is built to hit .5 boundaries and the int8 limits everywhere,
+    # where flips add up over three layers): measured equal; allowed one output step (0.3)
+    x = np.random.default_rng(4).normal(0, 1.5, (1, 3, 6, 6)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0].ravel()
+    for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"])["y"],
+                converted.run({"x": x[0]}, layout="ncnn")["y"]):
+        assert np.abs(got.ravel() - want).max() <= 0.3 + 1e-6
