@@ -1,0 +1,153 @@
+"""Run channel-wise CNN ops over a batch ncnn cannot drop by merging the batch into the channels.
+
+ncnn's pooling, normalization and convolution layers see one (C, ...) blob without a batch.
+For an op that treats each (item, channel) plane on its own, the input [N, C, *S] with N > 1
+gives the same numbers as [1, N*C, *S], which is the same memory, so a Reshape away:
+  - pooling (MaxPool, AveragePool, LpPool and the Global forms): each plane alone;
+  - InstanceNormalization, BatchNormalization: each plane with its channel's constants,
+    repeated N times;
+  - GroupNormalization: groups are runs of channels, so N*G groups, constants repeated N times;
+  - Conv, ConvTranspose: groups g over N*C channels become N*g groups with the weight (and
+    bias) repeated N times along the output channels, so item n's channels only meet its own
+    (the weight grows N times; the alternative, a 3-D convolution with the batch as its
+    depth, needs a Permute on each side and ncnn's slower Convolution3D).
+So each such op becomes
+
+    Reshape [N, C, *S] -> [1, N*C, *S] (the new 1 is the batch), the op, Reshape -> [N, C', *S']
+
+One walk in topological order. An op whose input is another's reshaped-back output reads the
+merged tensor directly, so a chain of such ops has one Reshape at each end. A graph input or
+output with five axes (a 3-D op over a batch, [N, C, D, H, W]), which ncnn cannot hold at all,
+takes the merged shape itself: the caller feeds and reads [N*C, D, H, W] (reported as its
+ncnn shape beside the ONNX one). BatchNormalization over four axes or fewer is left to its
+lowering, which already handles any batch with BinaryOps.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from converter.ir import Graph, Node, Tensor
+from converter.ncnn_layers import MAX_NCNN_RANK
+
+# op -> (input slots holding per-channel constants that repeat N times, attribute scaled by N)
+CHANNEL_WISE = {
+    "MaxPool": ((), None), "AveragePool": ((), None), "LpPool": ((), None),
+    "GlobalAveragePool": ((), None), "GlobalMaxPool": ((), None), "GlobalLpPool": ((), None),
+    "InstanceNormalization": ((1, 2), None),
+    "BatchNormalization": ((1, 2, 3, 4), None),
+    "GroupNormalization": ((1, 2), "num_groups"),
+    "Conv": ((1, 2), "group"),
+    "ConvTranspose": ((1, 2), "group"),
+}
+SHAPE_KEEPING = {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
+
+
+def _wide(t: Tensor) -> bool:
+    return t.shape is not None and len(t.ncnn_shape) > MAX_NCNN_RANK
+
+
+def _static(t: Tensor) -> bool:
+    return t.shape is not None and None not in t.shape
+
+
+def _eligible(graph: Graph, node: Node) -> bool:
+    spec = CHANNEL_WISE.get(node.op)
+    if spec is None or node.ncnn or not node.inputs or len([o for o in node.outputs if o]) != 1:
+        return False           # (a MaxPool's Indices output numbers positions of the whole batch)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if x.is_constant or x.batch_axis is not None or x.dtype.kind != "f" or x.rank not in (3, 4, 5):
+        return False
+    if y.shape is None and node.op in SHAPE_KEEPING:
+        y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
+    if not (_static(x) and _static(y)) or y.rank != x.rank:
+        return False
+    if node.op == "BatchNormalization" and not _wide(x):
+        return False
+    if node.op == "Conv" and x.rank == 3:
+        return False           # passes/convert_batched_conv1d.py runs those without repeating weights
+    slots, _ = spec
+    return all(graph.value(node.inputs[s]) is not None for s in slots if s < len(node.inputs) and node.inputs[s])
+
+
+def _merged(shape: tuple) -> tuple:
+    return (1, shape[0] * shape[1], *shape[2:])
+
+
+def _reshape(graph: Graph, src: Node, x: str, out: str, shape: tuple, suffix: str) -> Node:
+    target = graph.add_constant(f"{src.name}{suffix}_shape", np.array(shape, np.int64)).name
+    node = Node(graph.fresh_name(f"{src.name}{suffix}"), "Reshape", [x, target], [out])
+    node.origin = src.origin or src.name
+    return graph.add_node(node)
+
+
+class _Merger:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.merged_of: dict[str, str] = {}     # a reshaped-back output -> the merged tensor it came from
+        self.unmerges: list[Node] = []
+        self.merges: set[str] = set()           # names of the Reshapes into the merged shape
+
+    def merged_input(self, node: Node) -> str:
+        graph = self.graph
+        x = graph.tensors[node.inputs[0]]
+        if x.name in self.merged_of:
+            return self.merged_of[x.name]
+        name = graph.fresh_name(f"{x.name}_merged")
+        graph.add_tensor(Tensor(name, _merged(x.shape), x.dtype, batch_axis=0))
+        self.merges.add(_reshape(graph, node, x.name, name, _merged(x.shape), "_merge_batch").name)
+        return name
+
+    def rewrite(self, node: Node) -> None:
+        graph = self.graph
+        slots, scaled = CHANNEL_WISE[node.op]
+        x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+        n = x.shape[0]
+        inputs = [self.merged_input(node), *node.inputs[1:]]
+        for s in slots:
+            if s < len(inputs) and inputs[s]:
+                value = graph.value(inputs[s])
+                inputs[s] = graph.add_constant(f"{inputs[s]}_x{n}", np.tile(value, (n,) + (1,) * (value.ndim - 1))).name
+        attrs = dict(node.attrs)
+        if scaled:
+            attrs[scaled] = int(attrs.get(scaled, 1)) * n
+        graph.remove_node(node)
+        if y.name in graph.outputs and _wide(y) and not graph.consumers(y.name):
+            y.onnx_shape, y.onnx_batch_axis = y.shape, y.batch_axis
+            y.shape, y.batch_axis = _merged(y.shape), 0
+            graph.add_node(Node(node.name, node.op, inputs, [y.name], attrs, origin=node.origin))
+            self.merged_of[y.name] = y.name
+            return
+        out = graph.fresh_name(f"{y.name}_merged")
+        graph.add_tensor(Tensor(out, _merged(y.shape), y.dtype, batch_axis=0))
+        graph.add_node(Node(node.name, node.op, inputs, [out], attrs, origin=node.origin))
+        self.unmerges.append(_reshape(graph, node, out, y.name, y.shape, "_unmerge_batch"))
+        self.merged_of[y.name] = out
+
+    def finish(self) -> None:
+        """Drop reshapes-back that only a merged reader read; wide graph inputs take the merged shape."""
+        graph = self.graph
+        for node in self.unmerges:
+            if not graph.use_count(node.outputs[0]):
+                graph.remove_node(node)
+        for name in graph.inputs:
+            t = graph.tensors[name]
+            readers = graph.consumers(name)
+            if not _wide(t) or not readers or not all(r.name in self.merges for r in readers):
+                continue
+            t.onnx_shape, t.onnx_batch_axis = t.shape, t.batch_axis
+            t.shape, t.batch_axis = _merged(t.shape), 0
+            for reader in readers:
+                merged = reader.outputs[0]
+                graph.remove_node(reader)
+                graph.replace_all_uses(merged, name)
+
+
+def merge_batch_into_channels(graph: Graph) -> dict:
+    merger = _Merger(graph)
+    nodes = [n for n in graph.topological() if _eligible(graph, n)]
+    for node in nodes:
+        merger.rewrite(node)
+    if nodes:
+        merger.finish()
+        graph.remove_unused_tensors()
+    return {"batch_merged_into_channels": len(nodes)}
