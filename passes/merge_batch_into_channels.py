@@ -10,13 +10,17 @@ gives the same numbers as [1, N*C, *S], which is the same memory, so a Reshape a
   - Conv, ConvTranspose: groups g over N*C channels become N*g groups with the weight (and
     bias) repeated N times along the output channels, so item n's channels only meet its own
     (the weight grows N times; the alternative, a 3-D convolution with the batch as its
-    depth, needs a Permute on each side and ncnn's slower Convolution3D).
+    depth, needs a Permute on each side and ncnn's slower Convolution3D);
+  - DepthToSpace in CRD mode: each output channel comes from blocksize**2 adjacent channels
+    of one item (DCR interleaves all channels, SpaceToDepth too: left alone);
+  - elementwise ops of one computed input, when their input is already merged.
 So each such op becomes
 
     Reshape [N, C, *S] -> [1, N*C, *S] (the new 1 is the batch), the op, Reshape -> [N, C', *S']
 
 One walk in topological order. An op whose input is another's reshaped-back output reads the
-merged tensor directly, so a chain of such ops has one Reshape at each end. A graph input or
+merged tensor directly, so a chain of such ops has one Reshape at each end (and a Conv's
+activation stays next to it, to be fused). A graph input or
 output with five axes (a 3-D op over a batch, [N, C, D, H, W]), which ncnn cannot hold at all,
 takes the merged shape itself: the caller feeds and reads [N*C, D, H, W] (reported as its
 ncnn shape beside the ONNX one). BatchNormalization over four axes or fewer is left to its
@@ -38,8 +42,15 @@ CHANNEL_WISE = {
     "GroupNormalization": ((1, 2), "num_groups"),
     "Conv": ((1, 2), "group"),
     "ConvTranspose": ((1, 2), "group"),
+    # CRD takes each output channel from a run of blocksize**2 input channels, never across items
+    "DepthToSpace": ((), None),
 }
-SHAPE_KEEPING = {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
+# elementwise ops of one computed input: any layout will do, so they join a merged chain
+# (a Conv's ReLU stays next to it, to be fused) but never start one
+ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
+               "Ceil", "Sin", "Cos", "Erf", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu",
+               "Selu", "Celu", "Softplus", "Softsign", "Mish", "Identity", "Dropout"}
+SHAPE_KEEPING = ELEMENTWISE | {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
 
 
 def _wide(t: Tensor) -> bool:
@@ -50,22 +61,33 @@ def _static(t: Tensor) -> bool:
     return t.shape is not None and None not in t.shape
 
 
-def _eligible(graph: Graph, node: Node) -> bool:
-    spec = CHANNEL_WISE.get(node.op)
-    if spec is None or node.ncnn or not node.inputs or len([o for o in node.outputs if o]) != 1:
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
+    if node.ncnn or not node.inputs or len([o for o in node.outputs if o]) != 1:
         return False           # (a MaxPool's Indices output numbers positions of the whole batch)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    chained = x.name in merged_of
+    if node.op in ELEMENTWISE:
+        if not chained or any(graph.value(i) is None for i in node.inputs[1:] if i):
+            return False
+    elif node.op not in CHANNEL_WISE:
+        return False
     if x.is_constant or x.batch_axis is not None or x.dtype.kind != "f" or x.rank not in (3, 4, 5):
         return False
     if y.shape is None and node.op in SHAPE_KEEPING:
         y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
     if not (_static(x) and _static(y)) or y.rank != x.rank:
         return False
-    if node.op == "BatchNormalization" and not _wide(x):
-        return False
+    if node.op == "BatchNormalization" and not (_wide(x) or chained):
+        return False           # its lowering's BinaryOps take any batch
     if node.op == "Conv" and x.rank == 3:
         return False           # passes/convert_batched_conv1d.py runs those without repeating weights
-    slots, _ = spec
+    if node.op == "DepthToSpace" and _text(node.attrs.get("mode", "DCR")) != "CRD":
+        return False
+    slots, _ = CHANNEL_WISE.get(node.op, ((), None))
     return all(graph.value(node.inputs[s]) is not None for s in slots if s < len(node.inputs) and node.inputs[s])
 
 
@@ -99,7 +121,7 @@ class _Merger:
 
     def rewrite(self, node: Node) -> None:
         graph = self.graph
-        slots, scaled = CHANNEL_WISE[node.op]
+        slots, scaled = CHANNEL_WISE.get(node.op, ((), None))
         x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
         n = x.shape[0]
         inputs = [self.merged_input(node), *node.inputs[1:]]
@@ -144,10 +166,12 @@ class _Merger:
 
 def merge_batch_into_channels(graph: Graph) -> dict:
     merger = _Merger(graph)
-    nodes = [n for n in graph.topological() if _eligible(graph, n)]
-    for node in nodes:
-        merger.rewrite(node)
-    if nodes:
+    rewritten = 0
+    for node in graph.topological():      # a node's input is settled (merged or not) before it is seen
+        if _eligible(graph, node, merger.merged_of):
+            merger.rewrite(node)
+            rewritten += 1
+    if rewritten:
         merger.finish()
         graph.remove_unused_tensors()
-    return {"batch_merged_into_channels": len(nodes)}
+    return {"batch_merged_into_channels": rewritten}

@@ -45,6 +45,7 @@ CASES = {
                                                    weights=_weights(7, s=(C,), b=(C,))),
     "GroupNormalization": lambda n: single_op(n, "GroupNormalization", inputs=["s", "b"],
                                               weights=_weights(8, s=(C,), b=(C,)), opset=21, num_groups=2),
+    "DepthToSpace CRD": lambda n: single_op(n, "DepthToSpace", blocksize=2, mode="CRD"),
 }
 
 
@@ -79,15 +80,28 @@ def test_a_chain_reshapes_once_at_each_end(tmp_path):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
+def test_an_activation_between_convs_stays_merged_and_fuses(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "v"], ["y"], kernel_shape=[1, 1])]
+    model = make_model(nodes, [("x", [2, C, 7, 6])], [("y", None)], _weights(11, w=(5, C, 3, 3), v=(3, 5, 1, 1)))
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["batch_merged_into_channels"] == 3
+    assert ncnn_layer_types(converted) == ["Input", "Reshape", "ConvolutionDepthWise", "ConvolutionDepthWise",
+                                           "Reshape"]
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_five_axis_input_and_output_take_the_merged_shape(tmp_path, n):
     """[N, C, D, H, W] does not fit ncnn at all: the graph input and output are [N*C, D, H, W]."""
     nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["t"]),
-             helper.make_node("InstanceNormalization", ["t", "s", "b"], ["y"])]
+             helper.make_node("Sigmoid", ["t"], ["u"]),
+             helper.make_node("InstanceNormalization", ["u", "s", "b"], ["y"])]
     weights = _weights(10, s=(C,), b=(C,), m=(C,)) + [("v", np.linspace(0.5, 2, C, dtype=np.float32))]
     model = make_model(nodes, [("x", [n, C, 3, 4, 5])], [("y", [n, C, 3, 4, 5])], weights)
     converted = check_in_ncnn(model, tmp_path)
-    assert converted.stats["batch_merged_into_channels"] == 2
+    assert converted.stats["batch_merged_into_channels"] == 3
     assert "Reshape" not in ncnn_layer_types(converted)
     io = converted.io()
     assert [e["ncnn_shape"] for e in io["inputs"] + io["outputs"]] == [[n * C, 3, 4, 5]] * 2
@@ -107,6 +121,9 @@ def test_batch_one_is_left_alone():
                 [("x", [2, C, 6, 6])], [("y", [2, C, 5, 5])]), "batch axis"),
     # LRN's window runs across channels, which must not reach into the next item
     (single_op(2, "LRN", size=3), "batch axis"),
+    # DCR numbers the output channels inside each block pixel: a merged block would span items
+    (single_op(2, "DepthToSpace", blocksize=2, mode="DCR"), "batch axis"),
+
 ])
 def test_near_misses_are_refused_in_one_line(model, why):
     with pytest.raises(ConversionError) as err:
