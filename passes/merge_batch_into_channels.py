@@ -57,8 +57,9 @@ def _wide(t: Tensor) -> bool:
     return t.shape is not None and len(t.ncnn_shape) > MAX_NCNN_RANK
 
 
-def _static(t: Tensor) -> bool:
-    return t.shape is not None and None not in t.shape
+def _sized(t: Tensor) -> bool:
+    """Batch and channel extents known (they are multiplied); spatial ones may be run-time sizes."""
+    return t.shape is not None and t.rank >= 3 and None not in t.shape[:2]
 
 
 def _text(value) -> str:
@@ -79,7 +80,7 @@ def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
         return False
     if y.shape is None and node.op in SHAPE_KEEPING:
         y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
-    if not (_static(x) and _static(y)) or y.rank != x.rank:
+    if not (_sized(x) and _sized(y)) or y.rank != x.rank or y.shape[0] != x.shape[0]:
         return False
     if node.op == "BatchNormalization" and not (_wide(x) or chained):
         return False           # its lowering's BinaryOps take any batch
@@ -96,7 +97,10 @@ def _merged(shape: tuple) -> tuple:
 
 
 def _reshape(graph: Graph, src: Node, x: str, out: str, shape: tuple, suffix: str) -> Node:
-    target = graph.add_constant(f"{src.name}{suffix}_shape", np.array(shape, np.int64)).name
+    """An ONNX Reshape to `shape`; a run-time spatial extent is Reshape's 0 (copy the input's at
+    that index), the same axis on both sides."""
+    target = [0 if d is None else d for d in shape]
+    target = graph.add_constant(f"{src.name}{suffix}_shape", np.array(target, np.int64)).name
     node = Node(graph.fresh_name(f"{src.name}{suffix}"), "Reshape", [x, target], [out])
     node.origin = src.origin or src.name
     return graph.add_node(node)

@@ -7,7 +7,7 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
 
 C = 4
 
@@ -107,6 +107,16 @@ def test_five_axis_input_and_output_take_the_merged_shape(tmp_path, n):
     assert [e["ncnn_shape"] for e in io["inputs"] + io["outputs"]] == [[n * C, 3, 4, 5]] * 2
     assert io["inputs"][0]["onnx_shape"] == [n, C, 3, 4, 5]
     check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_one_file_runs_every_image_size(tmp_path):
+    """Run-time H and W (the batch and channels are known): the Reshapes copy them (0)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("InstanceNormalization", ["p", "s", "b"], ["y"])]
+    model = make_model(nodes, [("x", [2, C, "H", "W"])], [("y", None)], _weights(12, w=(3, C, 3, 3), s=(3,), b=(3,)))
+    converted = assert_one_file_many_sizes(model, tmp_path, [(8, 10), (12, 6)])
+    assert converted.stats["batch_merged_into_channels"] == 3
 
 
 def test_batch_one_is_left_alone():
