@@ -13,6 +13,7 @@ gives the same numbers as [1, N*C, *S], which is the same memory, so a Reshape a
     depth, needs a Permute on each side and ncnn's slower Convolution3D);
   - DepthToSpace in CRD mode: each output channel comes from blocksize**2 adjacent channels
     of one item (DCR interleaves all channels, SpaceToDepth too: left alone);
+  - Pad of the spatial axes only;
   - elementwise ops of one computed input, when their input is already merged.
 So each such op becomes
 
@@ -23,8 +24,8 @@ merged tensor directly, so a chain of such ops has one Reshape at each end (and 
 activation stays next to it, to be fused). A graph input or
 output with five axes (a 3-D op over a batch, [N, C, D, H, W]), which ncnn cannot hold at all,
 takes the merged shape itself: the caller feeds and reads [N*C, D, H, W] (reported as its
-ncnn shape beside the ONNX one). BatchNormalization over four axes or fewer is left to its
-lowering, which already handles any batch with BinaryOps.
+ncnn shape beside the ONNX one). BatchNormalization and Pad over four axes or fewer are left to
+their lowerings, which take any batch there.
 """
 from __future__ import annotations
 
@@ -44,7 +45,12 @@ CHANNEL_WISE = {
     "ConvTranspose": ((1, 2), "group"),
     # CRD takes each output channel from a run of blocksize**2 input channels, never across items
     "DepthToSpace": ((), None),
+    # padding only the spatial axes
+    "Pad": ((), None),
 }
+# their lowerings take any batch when it fits ncnn's 4 axes: merged only when it does not, or
+# when the input is merged already
+ANY_BATCH_IF_IT_FITS = {"BatchNormalization", "Pad"}
 # elementwise ops of one computed input: any layout will do, so they join a merged chain
 # (a Conv's ReLU stays next to it, to be fused) but never start one
 ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
@@ -82,14 +88,26 @@ def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
         y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
     if not (_sized(x) and _sized(y)) or y.rank != x.rank or y.shape[0] != x.shape[0]:
         return False
-    if node.op == "BatchNormalization" and not (_wide(x) or chained):
-        return False           # its lowering's BinaryOps take any batch
+    if node.op in ANY_BATCH_IF_IT_FITS and not (_wide(x) or chained):
+        return False
+    if node.op == "Pad" and not _pads_spatial_only(graph, node, x.rank):
+        return False
     if node.op == "Conv" and x.rank == 3:
         return False           # passes/convert_batched_conv1d.py runs those without repeating weights
     if node.op == "DepthToSpace" and _text(node.attrs.get("mode", "DCR")) != "CRD":
         return False
     slots, _ = CHANNEL_WISE.get(node.op, ((), None))
     return all(graph.value(node.inputs[s]) is not None for s in slots if s < len(node.inputs) and node.inputs[s])
+
+
+def _pads_spatial_only(graph: Graph, node: Node, rank: int) -> bool:
+    pads = node.attrs.get("pads")
+    if pads is None:
+        value = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        if value is None or (len(node.inputs) > 3 and node.inputs[3]):
+            return False       # (pads for some axes only: rare, left to the lowering)
+        pads = value.reshape(-1).tolist()
+    return len(pads) == 2 * rank and not any(pads[a] or pads[a + rank] for a in (0, 1))
 
 
 def _merged(shape: tuple) -> tuple:

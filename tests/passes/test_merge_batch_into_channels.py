@@ -97,14 +97,16 @@ def test_five_axis_input_and_output_take_the_merged_shape(tmp_path, n):
     """[N, C, D, H, W] does not fit ncnn at all: the graph input and output are [N*C, D, H, W]."""
     nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["t"]),
              helper.make_node("Sigmoid", ["t"], ["u"]),
-             helper.make_node("InstanceNormalization", ["u", "s", "b"], ["y"])]
-    weights = _weights(10, s=(C,), b=(C,), m=(C,)) + [("v", np.linspace(0.5, 2, C, dtype=np.float32))]
-    model = make_model(nodes, [("x", [n, C, 3, 4, 5])], [("y", [n, C, 3, 4, 5])], weights)
+             helper.make_node("Pad", ["u", "p"], ["padded"], mode="edge"),
+             helper.make_node("InstanceNormalization", ["padded", "s", "b"], ["y"])]
+    weights = _weights(10, s=(C,), b=(C,), m=(C,)) + [("v", np.linspace(0.5, 2, C, dtype=np.float32)),
+                                                      ("p", np.array([0, 0, 1, 0, 2, 0, 0, 0, 1, 1], np.int64))]
+    model = make_model(nodes, [("x", [n, C, 3, 4, 5])], [("y", [n, C, 4, 5, 8])], weights)
     converted = check_in_ncnn(model, tmp_path)
-    assert converted.stats["batch_merged_into_channels"] == 3
+    assert converted.stats["batch_merged_into_channels"] == 4
     assert "Reshape" not in ncnn_layer_types(converted)
     io = converted.io()
-    assert [e["ncnn_shape"] for e in io["inputs"] + io["outputs"]] == [[n * C, 3, 4, 5]] * 2
+    assert [e["ncnn_shape"] for e in io["inputs"] + io["outputs"]] == [[n * C, 3, 4, 5], [n * C, 4, 5, 8]]
     assert io["inputs"][0]["onnx_shape"] == [n, C, 3, 4, 5]
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
@@ -133,6 +135,9 @@ def test_batch_one_is_left_alone():
     (single_op(2, "LRN", size=3), "batch axis"),
     # DCR numbers the output channels inside each block pixel: a merged block would span items
     (single_op(2, "DepthToSpace", blocksize=2, mode="DCR"), "batch axis"),
+    # padding the channels of a 5-axis input: its items cannot merge into the channels
+    (single_op(2, "Pad", (3, 4, 5), inputs=["p"], weights=[("p", np.array([0, 1, 0, 0, 0] * 2, np.int64))]),
+     "5 axes"),
 
 ])
 def test_near_misses_are_refused_in_one_line(model, why):
