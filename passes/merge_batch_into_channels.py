@@ -63,9 +63,9 @@ def _wide(t: Tensor) -> bool:
     return t.shape is not None and len(t.ncnn_shape) > MAX_NCNN_RANK
 
 
-def _sized(t: Tensor) -> bool:
+def _sized(shape: tuple | None) -> bool:
     """Batch and channel extents known (they are multiplied); spatial ones may be run-time sizes."""
-    return t.shape is not None and t.rank >= 3 and None not in t.shape[:2]
+    return shape is not None and len(shape) >= 3 and None not in shape[:2]
 
 
 def _text(value) -> str:
@@ -73,20 +73,18 @@ def _text(value) -> str:
 
 
 def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
-    if node.ncnn or not node.inputs or len([o for o in node.outputs if o]) != 1:
+    if node.ncnn or node.op not in CHANNEL_WISE and node.op not in ELEMENTWISE:
+        return False
+    if not node.inputs or not node.inputs[0] or node.outputs[:1] != [o for o in node.outputs if o]:
         return False           # (a MaxPool's Indices output numbers positions of the whole batch)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     chained = x.name in merged_of
-    if node.op in ELEMENTWISE:
-        if not chained or any(graph.value(i) is None for i in node.inputs[1:] if i):
-            return False
-    elif node.op not in CHANNEL_WISE:
+    if node.op in ELEMENTWISE and (not chained or any(graph.value(i) is None for i in node.inputs[1:] if i)):
         return False
     if x.is_constant or x.batch_axis is not None or x.dtype.kind != "f" or x.rank not in (3, 4, 5):
         return False
-    if y.shape is None and node.op in SHAPE_KEEPING:
-        y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
-    if not (_sized(x) and _sized(y)) or y.rank != x.rank or y.shape[0] != x.shape[0]:
+    y_shape = x.shape if y.shape is None and node.op in SHAPE_KEEPING else y.shape
+    if not (_sized(x.shape) and _sized(y_shape)) or len(y_shape) != x.rank or y_shape[0] != x.shape[0]:
         return False
     if node.op in ANY_BATCH_IF_IT_FITS and not (_wide(x) or chained):
         return False
@@ -145,6 +143,8 @@ class _Merger:
         graph = self.graph
         slots, scaled = CHANNEL_WISE.get(node.op, ((), None))
         x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+        if y.shape is None:
+            y.shape = x.shape      # (onnx's inference leaves GroupNormalization's unknown)
         n = x.shape[0]
         inputs = [self.merged_input(node), *node.inputs[1:]]
         for s in slots:
