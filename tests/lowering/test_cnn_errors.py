@@ -14,7 +14,6 @@ def node(op, inputs, outputs=("y",), **attrs):
 
 
 CASES = {
-    # (with a constant weight the batch merges into the channels: passes/merge_batch_into_channels.py)
     "conv_without_batch_axis": (
         [node("Conv", ["x", "w"])], [("x", (2, 3, 8, 8)), ("w", (2, 3, 3, 3))], [], {},
         ["Conv node 'my_conv'", "[2, 3, 8, 8]", "batch"]),
@@ -39,9 +38,8 @@ CASES = {
     "avgpool_same_exclude_pad_dynamic": (
         [node("AveragePool", ["x"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")],
         [("x", (1, 3, "H", "W"))], [], {}, ["count_include_pad=0", "--input-shape"]),
-    # (with a known channel count the batch merges into the channels: passes/merge_batch_into_channels.py)
     "pool_without_batch_axis": (
-        [node("MaxPool", ["x"], kernel_shape=[2, 2])], [("x", (2, 3, 8, 8))], [], {},
+        [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])], [("x", (2, 3, 8, 8))], [], {},
         ["MaxPool node 'my_maxpool'", "[2, 3, 8, 8]", "batch"]),
     "pool_4d": (
         [node("AveragePool", ["x"], kernel_shape=[2, 2, 2, 2])], [("x", (1, 3, 4, 4, 8, 8))], [], {},
