@@ -21,7 +21,9 @@ So each such op becomes
 
 One walk in topological order. An op whose input is another's reshaped-back output reads the
 merged tensor directly, so a chain of such ops has one Reshape at each end (and a Conv's
-activation stays next to it, to be fused). A graph input or
+activation stays next to it, to be fused). A five-axis view made by a reshape (torch's LRN
+views [N, C, H, W] as [N, 1, C, H, W]) is read past: the merge Reshape reads the view's input,
+and a reshape of a reshaped-back output reads the merged tensor. A graph input or
 output with five axes (a 3-D op over a batch, [N, C, D, H, W]), which ncnn cannot hold at all,
 takes the merged shape itself: the caller feeds and reads [N*C, D, H, W] (reported as its
 ncnn shape beside the ONNX one). BatchNormalization and Pad over four axes or fewer are left to
@@ -56,6 +58,8 @@ ANY_BATCH_IF_IT_FITS = {"BatchNormalization", "Pad"}
 ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
                "Ceil", "Sin", "Cos", "Erf", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu",
                "Selu", "Celu", "Softplus", "Softsign", "Mish", "Identity", "Dropout"}
+# the same memory with other extents: a Reshape into or out of the merged shape reads past them
+RESHAPES = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}
 SHAPE_KEEPING = ELEMENTWISE | {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
 
 
@@ -128,6 +132,16 @@ class _Merger:
         self.merged_of: dict[str, str] = {}     # a reshaped-back output -> the merged tensor it came from
         self.unmerges: list[Node] = []
         self.merges: set[str] = set()           # names of the Reshapes into the merged shape
+        self.bypassed: list[Node] = []          # reshapes to five axes that a merge reads past
+
+    def _source(self, x: Tensor) -> str:
+        """What the merge Reshape reads: x, or, when x has five axes (which ncnn cannot hold) and
+        comes from a reshape, that reshape's input (a Reshape of a Reshape is one Reshape)."""
+        producer = self.graph.producer(x.name)
+        if not _wide(x) or producer is None or producer.op not in RESHAPES or producer.ncnn:
+            return x.name
+        self.bypassed.append(producer)
+        return self.merged_of.get(producer.inputs[0], producer.inputs[0])
 
     def merged_input(self, node: Node) -> str:
         graph = self.graph
@@ -136,8 +150,14 @@ class _Merger:
             return self.merged_of[x.name]
         name = graph.fresh_name(f"{x.name}_merged")
         graph.add_tensor(Tensor(name, _merged(x.shape), x.dtype, batch_axis=0))
-        self.merges.add(_reshape(graph, node, x.name, name, _merged(x.shape), "_merge_batch").name)
+        self.merges.add(_reshape(graph, node, self._source(x), name, _merged(x.shape), "_merge_batch").name)
         return name
+
+    def reshape_merged(self, node: Node) -> None:
+        """A reshape of a five-axis reshaped-back output reshapes the merged tensor instead."""
+        y = self.graph.tensors[node.outputs[0]]
+        self.graph.remove_node(node)
+        _reshape(self.graph, node, self.merged_of[node.inputs[0]], y.name, y.shape, "")
 
     def rewrite(self, node: Node) -> None:
         graph = self.graph
@@ -170,8 +190,8 @@ class _Merger:
     def finish(self) -> None:
         """Drop reshapes-back that only a merged reader read; wide graph inputs take the merged shape."""
         graph = self.graph
-        for node in self.unmerges:
-            if not graph.use_count(node.outputs[0]):
+        for node in self.unmerges + self.bypassed:
+            if node.name in graph.nodes and not graph.use_count(node.outputs[0]):
                 graph.remove_node(node)
         for name in graph.inputs:
             t = graph.tensors[name]
@@ -186,6 +206,13 @@ class _Merger:
                 graph.replace_all_uses(merged, name)
 
 
+def _reshapes_merged(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
+    if node.op not in RESHAPES or node.ncnn or not node.inputs or node.inputs[0] not in merged_of:
+        return False
+    y = graph.tensors[node.outputs[0]]
+    return _wide(graph.tensors[node.inputs[0]]) and y.shape is not None and None not in y.shape
+
+
 def merge_batch_into_channels(graph: Graph) -> dict:
     merger = _Merger(graph)
     rewritten = 0
@@ -193,6 +220,8 @@ def merge_batch_into_channels(graph: Graph) -> dict:
         if _eligible(graph, node, merger.merged_of):
             merger.rewrite(node)
             rewritten += 1
+        elif _reshapes_merged(graph, node, merger.merged_of):
+            merger.reshape_merged(node)
     if rewritten:
         merger.finish()
         graph.remove_unused_tensors()

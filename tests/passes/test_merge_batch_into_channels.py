@@ -111,6 +111,25 @@ def test_five_axis_input_and_output_take_the_merged_shape(tmp_path, n):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_five_axis_views_are_read_past(tmp_path, n):
+    """torch's LRN pattern: [N, C, H, W] viewed as [N, 1, C, H, W], padded and normalized as one
+    channel, viewed back. The merge Reshapes read past both views, so no five-axis blob is left."""
+    nodes = [helper.make_node("Unsqueeze", ["x", "axis1"], ["view"]),
+             helper.make_node("Pad", ["view", "p"], ["padded"]),
+             helper.make_node("BatchNormalization", ["padded", "s", "b", "m", "v"], ["normed"]),
+             helper.make_node("Reshape", ["normed", "back"], ["y"])]
+    weights = [("axis1", np.array([1], np.int64)), ("p", np.array([0, 0, 1, 0, 0, 0, 0, 2, 0, 0], np.int64)),
+               ("s", np.float32([1.5])), ("b", np.float32([0.25])), ("m", np.float32([0.1])), ("v", np.float32([2.0])),
+               ("back", np.array([n, C + 3, 6, 7], np.int64))]
+    model = make_model(nodes, [("x", [n, C, 6, 7])], [("y", None)], weights)
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["batch_merged_into_channels"] == 2
+    # (the merged [1, N, C, H, W] is the input's own ncnn shape (N, C, H, W): the Reshapes are Noops)
+    assert ncnn_layer_types(converted) == ["Input", "Noop", "Padding", "BatchNorm", "Noop"]
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
 def test_one_file_runs_every_image_size(tmp_path):
     """Run-time H and W (the batch and channels are known): the Reshapes copy them (0)."""
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
