@@ -138,8 +138,8 @@ class _Merger:
         """What the merge Reshape reads: x, or, when x has five axes (which ncnn cannot hold) and
         comes from a reshape, that reshape's input (a Reshape of a Reshape is one Reshape)."""
         producer = self.graph.producer(x.name)
-        if not _wide(x) or producer is None or producer.op not in RESHAPES or producer.ncnn:
-            return x.name
+        if not _wide(x) or producer is None or producer.op not in RESHAPES or producer.ncnn or None in x.shape:
+            return x.name      # (a run-time extent is copied by index, which only x's own axes keep)
         self.bypassed.append(producer)
         return self.merged_of.get(producer.inputs[0], producer.inputs[0])
 
