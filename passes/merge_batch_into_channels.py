@@ -14,7 +14,7 @@ gives the same numbers as [1, N*C, *S], which is the same memory, so a Reshape a
   - DepthToSpace in CRD mode: each output channel comes from blocksize**2 adjacent channels
     of one item (DCR interleaves all channels, SpaceToDepth too: left alone);
   - Pad of the spatial axes only;
-  - elementwise ops of one computed input, when their input is already merged.
+  - elementwise ops whose computed inputs are all merged already (a Conv's ReLU, a residual Add).
 So each such op becomes
 
     Reshape [N, C, *S] -> [1, N*C, *S] (the new 1 is the batch), the op, Reshape -> [N, C', *S']
@@ -53,14 +53,14 @@ CHANNEL_WISE = {
 # their lowerings take any batch when it fits ncnn's 4 axes: merged only when it does not, or
 # when the input is merged already
 ANY_BATCH_IF_IT_FITS = {"BatchNormalization", "Pad"}
-# elementwise ops of one computed input: any layout will do, so they join a merged chain
-# (a Conv's ReLU stays next to it, to be fused) but never start one
-ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
-               "Ceil", "Sin", "Cos", "Erf", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu",
-               "Selu", "Celu", "Softplus", "Softsign", "Mish", "Identity", "Dropout"}
+# elementwise ops: their layout is free, so they join a merged chain but never start one
+ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil",
+               "Sin", "Cos", "Erf", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
+               "Softplus", "Softsign", "Mish", "Identity", "Dropout",
+               "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean"}
 # the same memory with other extents: a Reshape into or out of the merged shape reads past them
 RESHAPES = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}
-SHAPE_KEEPING = ELEMENTWISE | {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
+SHAPE_KEEPING = {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
 
 
 def _wide(t: Tensor) -> bool:
@@ -76,15 +76,26 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _joins(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
+    """An elementwise op whose computed inputs are merged and of its own shape, its constants single
+    values (a Conv's ReLU, Clip's bounds, a residual Add): it runs on the merged tensors as well."""
+    if node.ncnn or node.op not in ELEMENTWISE or any(node.outputs[1:]):
+        return False           # (a Dropout's mask)
+    y = graph.tensors[node.outputs[0]]
+    computed = [i for i in node.inputs if i and graph.value(i) is None]
+    constants = [i for i in node.inputs if i and graph.value(i) is not None]
+    return (_sized(y.shape) and bool(computed)
+            and all(i in merged_of and graph.tensors[i].shape == y.shape for i in computed)
+            and all(graph.value(i).size == 1 for i in constants))
+
+
 def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
-    if node.ncnn or node.op not in CHANNEL_WISE and node.op not in ELEMENTWISE:
+    if node.ncnn or node.op not in CHANNEL_WISE:
         return False
     if not node.inputs or not node.inputs[0] or node.outputs[:1] != [o for o in node.outputs if o]:
         return False           # (a MaxPool's Indices output numbers positions of the whole batch)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     chained = x.name in merged_of
-    if node.op in ELEMENTWISE and (not chained or any(graph.value(i) is None for i in node.inputs[1:] if i)):
-        return False
     if x.is_constant or x.batch_axis is not None or x.dtype.kind != "f" or x.rank not in (3, 4, 5):
         return False
     y_shape = x.shape if y.shape is None and node.op in SHAPE_KEEPING else y.shape
@@ -160,6 +171,7 @@ class _Merger:
         _reshape(self.graph, node, self.merged_of[node.inputs[0]], y.name, y.shape, "")
 
     def rewrite(self, node: Node) -> None:
+        """A channel-wise op on the merged input, its constants repeated N times."""
         graph = self.graph
         slots, scaled = CHANNEL_WISE.get(node.op, ((), None))
         x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
@@ -174,6 +186,15 @@ class _Merger:
         attrs = dict(node.attrs)
         if scaled:
             attrs[scaled] = int(attrs.get(scaled, 1)) * n
+        self._replace(node, inputs, attrs)
+
+    def join(self, node: Node) -> None:
+        """An elementwise op whose computed inputs are all merged: the same op on the merged tensors."""
+        self._replace(node, [self.merged_of.get(i, i) for i in node.inputs], dict(node.attrs))
+
+    def _replace(self, node: Node, inputs: list[str], attrs: dict) -> None:
+        graph = self.graph
+        y = graph.tensors[node.outputs[0]]
         graph.remove_node(node)
         if y.name in graph.outputs and _wide(y) and not graph.consumers(y.name):
             y.onnx_shape, y.onnx_batch_axis = y.shape, y.batch_axis
@@ -219,6 +240,9 @@ def merge_batch_into_channels(graph: Graph) -> dict:
     for node in graph.topological():      # a node's input is settled (merged or not) before it is seen
         if _eligible(graph, node, merger.merged_of):
             merger.rewrite(node)
+            rewritten += 1
+        elif _joins(graph, node, merger.merged_of):
+            merger.join(node)
             rewritten += 1
         elif _reshapes_merged(graph, node, merger.merged_of):
             merger.reshape_merged(node)

@@ -93,17 +93,34 @@ def test_an_activation_between_convs_stays_merged_and_fuses(tmp_path):
 
 
 @pytest.mark.parametrize("n", [2, 3])
+def test_a_residual_block_stays_merged(tmp_path, n):
+    """Conv -> ReLU -> Conv, + the ReLU's output, * a scalar: one Reshape at each end."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "v"], ["d"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["d", "r"], ["s"]),
+             helper.make_node("Mul", ["s", "half"], ["y"])]
+    weights = _weights(13, w=(5, C, 3, 3), v=(5, 5, 1, 1)) + [("half", np.float32([0.5]))]
+    model = make_model(nodes, [("x", [n, C, 6, 5])], [("y", None)], weights)
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["batch_merged_into_channels"] == 5
+    assert ncnn_layer_types(converted).count("Reshape") == 2
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+@pytest.mark.parametrize("n", [2, 3])
 def test_five_axis_input_and_output_take_the_merged_shape(tmp_path, n):
     """[N, C, D, H, W] does not fit ncnn at all: the graph input and output are [N*C, D, H, W]."""
     nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["t"]),
              helper.make_node("Sigmoid", ["t"], ["u"]),
              helper.make_node("Pad", ["u", "p"], ["padded"], mode="edge"),
-             helper.make_node("InstanceNormalization", ["padded", "s", "b"], ["y"])]
+             helper.make_node("InstanceNormalization", ["padded", "s", "b"], ["normed"]),
+             helper.make_node("Sub", ["padded", "normed"], ["y"])]
     weights = _weights(10, s=(C,), b=(C,), m=(C,)) + [("v", np.linspace(0.5, 2, C, dtype=np.float32)),
                                                       ("p", np.array([0, 0, 1, 0, 2, 0, 0, 0, 1, 1], np.int64))]
     model = make_model(nodes, [("x", [n, C, 3, 4, 5])], [("y", [n, C, 4, 5, 8])], weights)
     converted = check_in_ncnn(model, tmp_path)
-    assert converted.stats["batch_merged_into_channels"] == 4
+    assert converted.stats["batch_merged_into_channels"] == 5
     assert "Reshape" not in ncnn_layer_types(converted)
     io = converted.io()
     assert [e["ncnn_shape"] for e in io["inputs"] + io["outputs"]] == [[n * C, 3, 4, 5], [n * C, 4, 5, 8]]
