@@ -7,6 +7,7 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
+from converter.verify import verify
 from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
 
 C = 4
@@ -155,6 +156,14 @@ def test_one_file_runs_every_image_size(tmp_path):
     model = make_model(nodes, [("x", [2, C, "H", "W"])], [("y", None)], _weights(12, w=(3, C, 3, 3), s=(3,), b=(3,)))
     converted = assert_one_file_many_sizes(model, tmp_path, [(8, 10), (12, 6)])
     assert converted.stats["batch_merged_into_channels"] == 3
+
+
+def test_verify_feeds_a_merged_input_in_its_onnx_shape():
+    """verify makes onnxruntime's inputs in the ONNX shape [N, C, D, H, W] and ncnn's merged."""
+    weights = _weights(14, s=(C,), b=(C,))
+    model = single_op(2, "InstanceNormalization", (3, 4, 5), inputs=["s", "b"], weights=weights)
+    report = verify(model, backend="both")
+    assert report.passed and report.inputs == {"x": [2, C, 3, 4, 5]}
 
 
 def test_batch_one_is_left_alone():
