@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter import op_groups
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_layers import MAX_NCNN_RANK
+from converter.ncnn_axes import MAX_NCNN_RANK
 
 # op -> (input slots holding per-channel constants that repeat N times, attribute scaled by N)
 CHANNEL_WISE = {
@@ -54,10 +55,7 @@ CHANNEL_WISE = {
 # when the input is merged already
 ANY_BATCH_IF_IT_FITS = {"BatchNormalization", "Pad"}
 # elementwise ops: their layout is free, so they join a merged chain but never start one
-ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil",
-               "Sin", "Cos", "Erf", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
-               "Softplus", "Softsign", "Mish", "Identity", "Dropout",
-               "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean"}
+ELEMENTWISE = op_groups.ELEMENTWISE | {"Dropout"}
 # the same memory with other extents: a Reshape into or out of the merged shape reads past them
 RESHAPES = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}
 SHAPE_KEEPING = {"InstanceNormalization", "BatchNormalization", "GroupNormalization"}
