@@ -14,7 +14,6 @@ ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 
 RANK5 = "ncnn axes; ncnn holds at most"              # a tensor of more than 4 axes after the batch
-BATCH = "has no batch axis of extent"                # batch > 1
 EXPECTED_REFUSED = {
     "albert_dynamo": "GatherND ('",
     "albert_ts": RANK5,                              # the attention mask expanded to (1, 1, 1, 8) ids
@@ -23,30 +22,22 @@ EXPECTED_REFUSED = {
     "bert_mask_ts": RANK5,
     "clip_text_dynamo": "GatherND ('",
     "clip_text_ts": "is read as int32 word indices here and as numbers by ArgMax",
-    "cnn_batch2_dynamo": BATCH,
-    "cnn_batch2_ts": BATCH,
     "distilbert_dynamo": "GatherND ('",
     "distilbert_ts": RANK5,
     "gpt2_mask_dynamo": "GatherND ('",
     "gpt2_mask_ts": RANK5,
-    "hf_mobilevit_dynamo": BATCH,                    # patches folded into the batch axis
-    "hf_mobilevit_ts": BATCH,
     "hf_swin_dynamo": RANK5,
     "hf_swin_ts": RANK5,
     "llama_dynamo": "GatherND ('",
     "llama_ts": RANK5,
     "maxvit_dynamo": RANK5,                          # window partition (1, 4, 2, 4, 2, 16)
     "maxvit_ts": RANK5,
-    "mobilevit_dynamo": RANK5,
-    "mobilevit_ts": RANK5,
     "roberta_dynamo": "GatherElements ('",
     "roberta_ts": "GatherElements ('",               # position ids from a cumulative sum over the mask
     "swin_dynamo": RANK5,                            # window partition
     "swin_ts": RANK5,
     "t5_encoder_dynamo": "GatherND ('",
     "t5_encoder_ts": RANK5,
-    "vit_batch2_dynamo": BATCH,
-    "vit_batch2_ts": BATCH,
 }
 
 
