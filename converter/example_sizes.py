@@ -50,7 +50,8 @@ def example_shapes(proto: onnx.ModelProto, graph: Graph) -> tuple[dict[str, list
     for vi in proto.graph.input:
         if vi.name in initializers or vi.name not in graph.tensors or graph.tensors[vi.name].shape is None:
             continue
-        shape = list(graph.tensors[vi.name].shape)
+        t = graph.tensors[vi.name]
+        shape = list(t.onnx_shape or t.shape)     # (an input whose axes were merged to fit ncnn: its own)
         dims = vi.type.tensor_type.shape.dim
         image = _image_axes(shape)
         chosen = []

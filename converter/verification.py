@@ -125,19 +125,20 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
         if vi.name in known:
             continue
         t = graph.tensors[vi.name]
+        onnx_shape = t.onnx_shape or t.shape     # (an input whose axes were merged to fit ncnn)
         if vi.name in given:
             image = isinstance(given[vi.name], ImageSpec)       # decoded to the input's layout and size
             array = given[vi.name].to_array(vi.name, t.shape and list(t.shape)) if image else np.asarray(given[vi.name])
             if io is not None and not image:
                 entry = next(e for e in io["inputs"] if e["onnx"] == vi.name)
                 array = to_onnx(array, entry)
-            if t.shape is not None and (len(array.shape) != len(t.shape) or any(
-                    d is not None and d != a for d, a in zip(t.shape, array.shape))):
+            if onnx_shape is not None and (len(array.shape) != len(onnx_shape) or any(
+                    d is not None and d != a for d, a in zip(onnx_shape, array.shape))):
                 in_ncnn = io is None and t.ncnn_shape is not None and len(t.ncnn_shape) == array.ndim and all(
                     d is None or d == a for d, a in zip(t.ncnn_shape, array.shape))
                 hint = "; it has the ncnn shape: pass --layout ncnn to feed ncnn's layout" if in_ncnn else ""
                 raise ConversionError(f"--input {vi.name}: array shape {list(array.shape)} does not "
-                                      f"fit the input shape {list(t.shape)}{hint}")
+                                      f"fit the input shape {list(onnx_shape)}{hint}")
             feeds[vi.name] = array.astype(t.dtype)
             continue
         shape = shapes[vi.name]
@@ -170,8 +171,11 @@ def onnxruntime_all(proto: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray
 
 
 def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
-    if t.batch_axis is not None and array.ndim > t.batch_axis and array.shape[t.batch_axis] == 1:
-        array = np.squeeze(array, t.batch_axis)
+    batch = t.batch_axis if t.onnx_shape is None else t.onnx_batch_axis
+    if batch is not None and array.ndim > batch and array.shape[batch] == 1:
+        array = np.squeeze(array, batch)
+    if t.onnx_shape is not None and None not in t.ncnn_shape:     # axes merged to fit ncnn
+        array = array.reshape(t.ncnn_shape)
     return array
 
 

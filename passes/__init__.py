@@ -31,6 +31,7 @@ from .inline_if import inline_if
 from .insert_split import insert_split
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
+from .merge_batch_into_channels import merge_batch_into_channels
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
 from .plan_int8 import plan_int8
@@ -74,6 +75,9 @@ PIPELINE: list[Pass] = [
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
+    # after both (a fused BatchNorm rides along, batched 1-D Convs are taken): channel-wise ops
+    # over a batch ncnn cannot drop run with the batch merged into the channels, before lowering
+    merge_batch_into_channels,
     # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
     rewrite_softmax_nan_guard,
     # a gathered tensor wider than ncnn that is only reshaped gets flat indices before lowering

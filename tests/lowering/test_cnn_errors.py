@@ -15,7 +15,7 @@ def node(op, inputs, outputs=("y",), **attrs):
 
 CASES = {
     "conv_without_batch_axis": (
-        [node("Conv", ["x", "W"])], [("x", (2, 3, 8, 8))], [("W", W)], {},
+        [node("Conv", ["x", "w"])], [("x", (2, 3, 8, 8)), ("w", (2, 3, 3, 3))], [], {},
         ["Conv node 'my_conv'", "[2, 3, 8, 8]", "batch"]),
     "conv3d_runtime_weight": (
         [node("Conv", ["x", "w"])], [("x", (1, 3, 4, 8, 8)), ("w", (1, 3, 1, 1, 1))], [], {},
@@ -39,7 +39,7 @@ CASES = {
         [node("AveragePool", ["x"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")],
         [("x", (1, 3, "H", "W"))], [], {}, ["count_include_pad=0", "--input-shape"]),
     "pool_without_batch_axis": (
-        [node("MaxPool", ["x"], kernel_shape=[2, 2])], [("x", (2, 3, 8, 8))], [], {},
+        [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])], [("x", (2, 3, 8, 8))], [], {},
         ["MaxPool node 'my_maxpool'", "[2, 3, 8, 8]", "batch"]),
     "pool_4d": (
         [node("AveragePool", ["x"], kernel_shape=[2, 2, 2, 2])], [("x", (1, 3, 4, 4, 8, 8))], [], {},

@@ -14,13 +14,8 @@ ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 
 RANK5 = "ncnn axes (shape"                               # a tensor of more than 4 axes after the batch
-BATCH = "has no batch axis of extent"                # batch > 1
 EXPECTED_REFUSED = {
     "bert_mask_dyn_ts": RANK5,                       # the mask gathered to (1, 1, 1, S, 1) at a run-time S
-    "cnn_batch2_dynamo": BATCH,
-    "cnn_batch2_ts": BATCH,
-    "vit_batch2_dynamo": BATCH,
-    "vit_batch2_ts": BATCH,
 }
 
 
