@@ -68,11 +68,11 @@ def test_a_conv_chain_within_fp16_rounding(tmp_path, seed):
 
 def test_x86_innerproduct_truncates_its_fp16_weights(tmp_path):
     """A fact the emulation does not copy (it rounds to nearest, as ARM's conversions do): on x86
-    the real InnerProduct truncates; 1 + 3*2**-13 is nearer 1 + 2**-10 but becomes 1."""
+    the real InnerProduct truncates; 1 + 5*2**-13 is nearer 1 + 2**-10 but becomes 1."""
     import platform
     if platform.machine() != "x86_64":
         pytest.skip("x86's InnerProduct only")
-    w = np.full((N, K), 1.0 + 3 * 2.0 ** -13, np.float32)
+    w = np.full((N, K), 1.0 + 5 * 2.0 ** -13, np.float32)
     model = make_model([helper.make_node("Gemm", ["x", "w"], ["y"], transB=1, name="fc")],
                        [("x", [1, K])], [("y", [1, N])], [("w", w)])
     converted, param, bin_ = saved(model, tmp_path)
