@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="interp: the numpy interpreter with ncnn's semantics; ncnn: the real runtime "
                      "(pip install ncnn); both (default: interp)")
     ver.add_argument("--precision", choices=["fp32", "fp16"], default="fp32", help="fp16: as devices "
-                     "run by default (fp16 storage), judged by fp16's tolerance (default: fp32)")
+                     "run by default (fp16 storage), judged by fp16's tolerance, not --rtol/--atol (default: fp32)")
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
     ver.add_argument("--json", action="store_true", help="print the report as one JSON object "
