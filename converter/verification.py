@@ -237,7 +237,8 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
         param, bin_ = Path(folder) / "model.param", Path(folder) / "model.bin"
         model.save(param, bin_)
         try:
-            result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted], precision)
+            result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted],
+                              precision)
         except (NcnnCrash, NcnnError) as exc:
             return {}, exc
     return {w: result[names[w]] for w in wanted}, None
