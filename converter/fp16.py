@@ -57,6 +57,9 @@ class Fp16Divergence:
     tolerance: float | None = None
 
     def describe(self) -> str:
+        if self.error:
+            return (f"{self.backend}: {self.layer_type} layer '{self.layer}' (ONNX node '{self.onnx_node}'), "
+                    f"blob '{self.blob}': {self.error}")
         of_max = "-" if self.max_rel is None else f"{self.max_rel:.3g}"
         abs_error = "-" if self.max_abs is None else f"{self.max_abs:.3g}"
         return (f"{self.backend}: first divergence in fp16 at {self.layer_type} layer '{self.layer}' "
@@ -85,19 +88,23 @@ def judge(report, graph: Graph, reference: dict[str, np.ndarray]) -> None:
     depth = depths(graph)
     for o in report.outputs:
         o.passed = o.error is None and _within(o.rel_to_max, o.max_abs, tolerance(depth.get(o.name, 1)))
-    report.divergences = [d for d in report.divergences if d.error]      # a layer that failed outright
+    failures = {d.backend: d for d in report.divergences if d.error}     # a layer that failed outright
+    report.divergences = []
     for backend in report.backends:
-        backend_passed = all(o.passed for o in report.outputs if o.backend == backend) and not any(
-            d.backend == backend for d in report.divergences)
-        diverged = any(d.backend == backend for d in report.divergences)
+        backend_passed = backend not in failures and all(o.passed for o in report.outputs if o.backend == backend)
+        diverged = False
         for row in (r for r in report.layers if r.backend == backend):
             tol = tolerance(depth.get(row.blob, 1))
             row.passed = row.error is None and _within(row.rel_to_max, row.max_abs, tol)
             row.first_divergence = not row.passed and not diverged and not backend_passed
-            if row.first_divergence and row.error is None:
-                report.divergences.append(Fp16Divergence(backend, row.layer, row.layer_type, row.onnx_node,
-                                                         row.blob, row.max_abs, row.rel_to_max, tolerance=tol))
+            if row.first_divergence:
+                failed_here = backend in failures and failures[backend].layer == row.layer
+                report.divergences.append(failures[backend] if failed_here else Fp16Divergence(
+                    backend, row.layer, row.layer_type, row.onnx_node, row.blob, row.max_abs, row.rel_to_max,
+                    row.error, tol))
             diverged = diverged or row.first_divergence
+        if backend in failures and not diverged:      # failed before any row could be compared
+            report.divergences.append(failures[backend])
     deepest = max((depth.get(o, 1) for o in graph.outputs), default=1)
     report.rtol, report.atol = tolerance(deepest), 0.0
     report.warnings += precision_notes(report, graph, reference)
