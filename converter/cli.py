@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 
 from .api import convert, load_ncnn, output_paths
+from .fp16 import weight_warnings
 from .harness import harness_script, script_path
 from .image_input import ImageSpec, is_image_path, parse_image_spec
 from .interpreter import InterpreterError
@@ -94,6 +95,8 @@ def onnx_dtype(value_info) -> np.dtype:
 
 def cmd_convert(args) -> int:
     model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value))
+    if args.fp16:
+        model.stats.setdefault("warnings", []).extend(weight_warnings(model.graph))
     for warning in model.stats.get("warnings", []):
         print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     param, bin_ = output_paths(args.model, args.output_dir)
@@ -191,7 +194,8 @@ def cmd_verify(args) -> int:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                         broadcast_fix=not args.no_broadcast_fix, progress=progress,
-                        input_values=_input_values(args.input_value), layout=args.layout)
+                        input_values=_input_values(args.input_value), layout=args.layout,
+                        precision=args.precision)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -288,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--backend", choices=["interp", "ncnn", "both"], default="interp",
                      help="interp: the numpy interpreter with ncnn's semantics; ncnn: the real runtime "
                      "(pip install ncnn); both (default: interp)")
+    ver.add_argument("--precision", choices=["fp32", "fp16"], default="fp32", help="fp16: as devices "
+                     "run by default (fp16 storage), judged by fp16's tolerance, not --rtol/--atol (default: fp32)")
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
     ver.add_argument("--json", action="store_true", help="print the report as one JSON object "

@@ -33,15 +33,20 @@ def available() -> bool:
     return True
 
 
-def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int) -> dict:
+PRECISIONS = ("fp32", "fp16")
+# fp16 as a device runs it by default: half-precision storage, arithmetic and packing on
+FP16_OPTIONS = ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed")
+
+
+def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
+                    precision: str = "fp32") -> dict:
     import ncnn
     net = ncnn.Net()
-    # exact fp32 arithmetic: every reduced-precision path off; int8 stays on, it only changes
-    # layers that hold int8 weights (without it they would read int8 weights as float)
-    for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed",
-                "use_bf16_storage", "use_vulkan_compute"):
+    # fp32: exact arithmetic, every reduced-precision path off (fp16: as a device runs); int8 stays
+    # on, it only changes layers that hold int8 weights (without it they would read them as float)
+    for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):
         if hasattr(net.opt, opt):
-            setattr(net.opt, opt, False)
+            setattr(net.opt, opt, precision == "fp16" and opt in FP16_OPTIONS)
     net.opt.use_int8_inference = True
     net.opt.num_threads = threads
     if net.load_param(param) != 0:
@@ -93,10 +98,10 @@ class NcnnRunner:
         child.close()
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
-            outputs: list[str]) -> dict[str, np.ndarray]:
+            outputs: list[str], precision: str = "fp32") -> dict[str, np.ndarray]:
         if self._proc is None or not self._proc.is_alive():
             self._start()
-        self._conn.send((str(param), str(bin_), feeds, list(outputs), self.threads))
+        self._conn.send((str(param), str(bin_), feeds, list(outputs), self.threads, precision))
         try:
             reply = self._conn.recv()
         except EOFError:
@@ -120,9 +125,9 @@ class NcnnRunner:
 _shared: NcnnRunner | None = None
 
 
-def run_ncnn(param, bin_, feeds, outputs) -> dict[str, np.ndarray]:
-    """Run with a process-wide shared runner."""
+def run_ncnn(param, bin_, feeds, outputs, precision: str = "fp32") -> dict[str, np.ndarray]:
+    """Run with a process-wide shared runner; precision 'fp16' runs as devices do by default."""
     global _shared
     if _shared is None:
         _shared = NcnnRunner()
-    return _shared.run(param, bin_, feeds, outputs)
+    return _shared.run(param, bin_, feeds, outputs, precision)

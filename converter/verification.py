@@ -18,13 +18,14 @@ import onnx
 import onnxruntime as ort
 
 from .api import NcnnModel, convert
+from . import fp16
 from .example_sizes import example_shapes
 from .image_input import ImageSpec
 from .int_inputs import ncnn_dtype
 from .interpreter import InterpreterError, run
 from .ir import ConversionError, Graph, Tensor
 from .layout import to_onnx
-from .ncnn_runtime import NcnnCrash, NcnnError, available, run_ncnn
+from .ncnn_runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
 from .onnx_loader import prepare_model
 
 BACKENDS = ("interp", "ncnn", "both")
@@ -99,6 +100,7 @@ class VerifyReport:
     # quantized models: layers that run int8, and each quantized node that runs in float, with why
     int8_layers: int | None = None
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
+    precision: str = "fp32"                             # or fp16, as devices run (converter/fp16.py)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -229,35 +231,36 @@ def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
     return row
 
 
-def _interp_blobs(model: NcnnModel, feeds: dict) -> tuple[dict, Exception | None]:
+def _interp_blobs(model: NcnnModel, feeds: dict, precision: str) -> tuple[dict, Exception | None]:
     try:
-        return run(model.graph, feeds, keep=True), None
+        return run(model.graph, feeds, keep=True, fp16=precision == "fp16"), None
     except InterpreterError as exc:
         return getattr(exc, "blobs", {}), exc
 
 
-def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str]) -> tuple[dict, Exception | None]:
+def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str) -> tuple[dict, Exception | None]:
     names = model.names.blob
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "model.param", Path(folder) / "model.bin"
         model.save(param, bin_)
         try:
-            result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted])
+            result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted],
+                              precision)
         except (NcnnCrash, NcnnError) as exc:
             return {}, exc
     return {w: result[names[w]] for w in wanted}, None
 
 
 def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,
-                   rtol: float, atol: float, report: VerifyReport) -> None:
+                   rtol: float, atol: float, report: VerifyReport, precision: str = "fp32") -> None:
     graph = model.graph
     order = graph.topological()
     comparable = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
     comparable += [o for o in graph.outputs if o not in comparable and o in reference]
     if backend == "interp":
-        blobs, error = _interp_blobs(model, ncnn_feeds)
+        blobs, error = _interp_blobs(model, ncnn_feeds, precision)
     else:
-        blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable)
+        blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable, precision)
     failed_layer = None
     if error is not None:
         failed_layer = _layer_named_in(str(error), order)
@@ -321,15 +324,18 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_shapes: dict[str, list[int]] | None = None, seed: int = 0,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
-           input_values: dict[str, object] | None = None, layout: str = "onnx") -> VerifyReport:
+           input_values: dict[str, object] | None = None, layout: str = "onnx",
+           precision: str = "fp32") -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
-    layout='ncnn'."""
+    layout='ncnn'; precision='fp16' checks what devices run by default (converter/fp16.py)."""
     if isinstance(model, NcnnModel):
         raise TypeError("verify takes the ONNX model (a path or ModelProto) and converts it itself, "
                         "not a converted NcnnModel")
     if backend not in BACKENDS:
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if precision not in PRECISIONS:
+        raise ConversionError(f"unknown precision '{precision}'; choose one of {', '.join(PRECISIONS)}")
     if backend != "interp":
         if not available():     # an optional dependency the user has not installed, not a bug of ours
             raise ConversionError(f"--backend {backend} needs the real ncnn runtime, which is not "
@@ -356,6 +362,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
-        _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report)
+        _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report, precision)
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
+    report.precision = precision
+    if precision == "fp16":         # fp32's tolerance does not fit: re-judged by fp16's
+        fp16.judge(report, converted.graph, reference)
     return report

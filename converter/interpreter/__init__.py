@@ -20,10 +20,10 @@ __all__ = ["run", "Plan", "InterpreterError", "KERNELS", "kernel"]
 
 
 def run(graph: Graph, feeds: dict[str, np.ndarray], outputs: list[str] | None = None,
-        keep: bool = False) -> dict[str, np.ndarray]:
+        keep: bool = False, fp16: bool = False) -> dict[str, np.ndarray]:
     """Compute `outputs` (default: the graph outputs, else every unconsumed blob).
 
     Only the layers those outputs depend on run. With keep=True every layer runs and
-    every blob is returned, for per-layer comparison.
+    every blob is returned, for per-layer comparison; fp16=True emulates ncnn's fp16 storage.
     """
-    return Plan(graph, outputs, feeds, keep).run(feeds)
+    return Plan(graph, outputs, feeds, keep, fp16).run(feeds)

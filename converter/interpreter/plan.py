@@ -21,6 +21,7 @@ from ..ncnn_layers import SPECS
 from . import size_guard
 from .blas_threads import blas_threads, choose_threads
 from .buffers import BufferPool, exclusive, recycle
+from .fp16_storage import fp16_weights, round_fp16, rounding_outputs
 from .registry import KERNELS, InterpreterError
 
 F32 = np.float32
@@ -108,10 +109,12 @@ class Plan:
     outputs, else every unconsumed blob) from feeds for exactly the blobs in `fed`.
 
     Only the layers the outputs depend on run. With keep=True every layer runs and
-    every blob is returned, for per-layer comparison.
+    every blob is returned, for per-layer comparison. With fp16=True blobs and tagged weights
+    are rounded as ncnn's fp16 storage holds them (fp16_storage.py says what is emulated).
     """
 
-    def __init__(self, graph: Graph, outputs: list[str] | None = None, fed=(), keep: bool = False):
+    def __init__(self, graph: Graph, outputs: list[str] | None = None, fed=(), keep: bool = False,
+                 fp16: bool = False):
         fed = set(fed)
         every = graph.topological()
         self.wanted = list(outputs) if outputs is not None else default_outputs(graph, every)
@@ -130,6 +133,7 @@ class Plan:
         self.threads = choose_threads()      # once per plan: one plan, one answer (see blas_threads.py)
         self.slot: dict[str, int] = {}
         self.fed = fed
+        self.fp16 = fp16
         planned: list[tuple] = []               # (node, call, input slots, output slots)
         available = set()
         for node in nodes:
@@ -143,7 +147,8 @@ class Plan:
                     (), ()))
                 continue
             available.update(node.outputs)
-            planned.append((node, _bind(node), self._slots(node.inputs), self._slots(node.outputs)))
+            call = rounding_outputs(_bind(fp16_weights(node))) if fp16 else _bind(node)
+            planned.append((node, call, self._slots(node.inputs), self._slots(node.outputs)))
         for name in fed:
             self._slots([name])
         release = {} if keep else self._releases(planned)
@@ -172,7 +177,8 @@ class Plan:
             raise InterpreterError(f"this plan was built for feeds {sorted(self.fed)}, got {sorted(feeds)}")
         slots: list = [None] * len(self.slot)
         for name, value in feeds.items():
-            slots[self.slot[name]] = as_blob(value)
+            blob = as_blob(value)       # int32 word indices keep their bits; numbers take fp16's rounding
+            slots[self.slot[name]] = round_fp16(blob) if self.fp16 and np.asarray(value).dtype != np.int32 else blob
         index = 0
         try:
             with self.pool, np.errstate(all="ignore"), blas_threads(self.threads):     # ncnn makes inf and NaN silently
