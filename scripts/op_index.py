@@ -9,8 +9,8 @@ Found statically, so the index is cheap and deterministic:
   classes by all their methods) and into `LOWERINGS["Op"]` it delegates to. Literals that only
   test or pick (comparisons, subscripts, dict keys, f-strings, docstrings) do not count;
 - kernel: the source file of `KERNELS[type].fn`;
-- tests: test files outside tests/interpreter and tests/reader (those feed ncnn layers, not
-  ONNX ops) holding the op name as a whole string literal (make_node("Add", ...), a
+- tests: test files outside tests/interpreter, tests/reader (those feed ncnn layers, not
+  ONNX ops) and tests/structure holding the op name as a whole string literal (make_node("Add", ...), a
   parametrize list of op names, ...) or naming onnx node cases of it (test_rms_normalization...).
 `--check` exits 1 when the committed OPS.md differs from what would be written.
 """
@@ -35,7 +35,8 @@ from converter.ncnn_layers import SPECS  # noqa: E402
 
 OUTPUT = ROOT / "OPS.md"
 LOWERING_PACKAGE = "converter.lowering"
-LAYER_LEVEL_TESTS = ("tests/interpreter/", "tests/reader/")   # these build ncnn layers directly
+# not tests of ONNX ops: these build ncnn layers directly, or check the code's structure
+NOT_OP_TESTS = ("tests/interpreter/", "tests/reader/", "tests/structure/")
 # test directories closest to one op first; the table lists this many files, then a count
 TEST_ORDER = ("tests/lowering/", "tests/passes/", "tests/conversion/", "tests/loading/", "tests/cli/")
 SHOWN_TESTS = 6
@@ -116,10 +117,10 @@ def _string_literals(path: Path) -> set[str]:
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
-def test_mentions() -> dict[str, set[str]]:
+def literals_by_test_file() -> dict[str, set[str]]:
     """test file (relative path) -> its whole string literals, for ONNX-level test files."""
     files = sorted(p for p in (ROOT / "tests").rglob("test_*.py")
-                   if not rel(p).startswith(LAYER_LEVEL_TESTS))
+                   if not rel(p).startswith(NOT_OP_TESTS))
     return {rel(p): _string_literals(p) for p in files}
 
 
@@ -132,7 +133,7 @@ def _test_rank(path: str) -> tuple[int, str]:
     return next((i for i, d in enumerate(TEST_ORDER) if path.startswith(d)), len(TEST_ORDER)), path
 
 
-def tests_of(op: str, mentions: dict[str, set[str]]) -> list[str]:
+def files_testing(op: str, mentions: dict[str, set[str]]) -> list[str]:
     """Test files naming the op, or one of onnx's node cases for it (test_<op>_...)."""
     prefix = node_case_prefix(op)
     found = [path for path, literals in mentions.items()
@@ -169,14 +170,14 @@ def passes_naming() -> dict[str, list[str]]:
 
 def lowering_table() -> list[dict]:
     load_all()
-    mentions = test_mentions()
+    mentions = literals_by_test_file()
     rows = []
     for op in sorted(LOWERINGS):
         fn = LOWERINGS[op]
         types = emitted_types(fn)
         rows.append({"op": op, "lowering": where(fn), "layers": types,
                      "kernels": sorted({k for k in map(kernel_file, types) if k}),
-                     "tests": tests_of(op, mentions)})
+                     "tests": files_testing(op, mentions)})
     return rows
 
 
