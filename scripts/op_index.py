@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from converter.interpreter import kernels as _kernels  # noqa: E402,F401  (registers the kernels)
 from converter.interpreter.registry import KERNELS  # noqa: E402
 from converter.lowering import LOWERINGS, load_all  # noqa: E402
+from converter import ncnn_layers  # noqa: E402
 from converter.ncnn_layers import SPECS  # noqa: E402
 
 OUTPUT = ROOT / "OPS.md"
@@ -129,8 +130,10 @@ def node_case_prefix(op: str) -> str:
     return "test_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op).lower()
 
 
-def _test_rank(path: str) -> tuple[int, str]:
-    return next((i for i, d in enumerate(TEST_ORDER) if path.startswith(d)), len(TEST_ORDER)), path
+def _test_rank(path: str, op: str) -> tuple[int, bool, str]:
+    """By directory, then files named after the op first (test_resize.py for Resize)."""
+    folder = next((i for i, d in enumerate(TEST_ORDER) if path.startswith(d)), len(TEST_ORDER))
+    return folder, node_case_prefix(op) not in Path(path).stem, path
 
 
 def files_testing(op: str, mentions: dict[str, set[str]]) -> list[str]:
@@ -138,11 +141,25 @@ def files_testing(op: str, mentions: dict[str, set[str]]) -> list[str]:
     prefix = node_case_prefix(op)
     found = [path for path, literals in mentions.items()
              if op in literals or any(s == prefix or s.startswith(prefix + "_") for s in literals)]
-    return sorted(found, key=_test_rank)
+    return sorted(found, key=lambda path: _test_rank(path, op))
 
 
 def where(fn) -> str:
     return f"{rel(inspect.getsourcefile(fn))}:{inspect.getsourcelines(fn)[1]}"
+
+
+@lru_cache(maxsize=None)
+def spec_lines() -> dict[str, int]:
+    """ncnn layer type -> line of its `layer("Type", ...)` spec in ncnn_layers.py."""
+    tree = ast.parse(Path(ncnn_layers.__file__).read_text())
+    return {n.args[0].value: n.lineno for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "layer"
+            and n.args and isinstance(n.args[0], ast.Constant)}
+
+
+def spec_place(type_: str) -> str:
+    line = spec_lines().get(type_)
+    return f"{rel(ncnn_layers.__file__)}:{line}" if line else rel(ncnn_layers.__file__)
 
 
 def kernel_file(type_: str) -> str | None:
@@ -187,7 +204,7 @@ def layer_table(rows: list[dict]) -> list[dict]:
         for type_ in row["layers"]:
             emitters.setdefault(type_, []).append(row["op"])
     named = passes_naming()
-    return [{"layer": t, "kernel": kernel_file(t), "emitted_by": emitters.get(t, []), "passes": named.get(t, [])}
+    return [{"layer": t, "spec": spec_place(t), "kernel": kernel_file(t), "emitted_by": emitters.get(t, []), "passes": named.get(t, [])}
             for t in sorted(SPECS)]
 
 
@@ -207,9 +224,9 @@ def render() -> str:
         lines.append(f"| {r['op']} | {r['lowering']} | {_cell(r['layers'])} | {_cell(r['kernels'])} "
                      f"| {_tests_cell(r['tests'])} |")
     lines += ["", "## ncnn layers the reader accepts", "",
-              "| ncnn layer | kernel | emitted by lowering of | named in passes/ |", "|---|---|---|---|"]
+              "| ncnn layer | spec | kernel | emitted by lowering of | named in passes/ |", "|---|---|---|---|---|"]
     for r in layer_table(rows):
-        lines.append(f"| {r['layer']} | {r['kernel'] or '—'} | {_cell(r['emitted_by'])} | {_cell(r['passes'])} |")
+        lines.append(f"| {r['layer']} | {r['spec']} | {r['kernel'] or '—'} | {_cell(r['emitted_by'])} | {_cell(r['passes'])} |")
     return "\n".join(lines) + "\n"
 
 
