@@ -126,3 +126,13 @@ def test_qlinear_ops_run_int8(tmp_path):
     for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"])["y"],
                 converted.run({"x": x[0]}, layout="ncnn")["y"]):
         assert np.abs(got.ravel() - want).max() <= 0.3 + 1e-6
+
+
+def test_conv_integer_is_refused_in_one_line():
+    w = helper.make_tensor("w", TensorProto.UINT8, [1, 1, 1, 1], [3])
+    graph = helper.make_graph([helper.make_node("ConvInteger", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1, 2, 2])], [w])
+    with pytest.raises(ConversionError, match="ConvInteger") as info:
+        convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert "\n" not in str(info.value) and "QDQ" in str(info.value)
