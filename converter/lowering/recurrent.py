@@ -37,7 +37,7 @@ def _check_supported(graph: Graph, node: Node, dirs: int, seq_len: int | None) -
             raise fail(node, graph, f"activations {list(activations)} differ from ncnn's fixed {wanted}")
     if node.attrs.get("clip") is not None:
         raise fail(node, graph, "clip is not supported by ncnn's recurrent layers")
-    if node.attrs["input_forget"]:
+    if node.op == "LSTM" and node.attrs["input_forget"]:      # GRU and RNN have no input_forget
         raise fail(node, graph, "input_forget=1 (coupled input and forget gates) is not supported by ncnn")
     if node.op == "GRU" and not node.attrs["linear_before_reset"]:
         raise fail(node, graph, "linear_before_reset=0: ncnn's GRU applies the reset gate after the "
