@@ -45,7 +45,7 @@ from .fold_constants import CONTROL_FLOW, fold_node
 
 def inline_if(graph: Graph) -> dict:
     if not any(n.op in CONTROL_FLOW for n in graph.nodes.values() if not n.ncnn):
-        return {"ifs_inlined": 0}
+        return {}
     scopes: dict[str, dict[str, str]] = {}     # inlined node -> names its subgraphs resolve
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed
     failures: dict[str, str] = {}
