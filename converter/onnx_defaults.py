@@ -25,7 +25,8 @@ def schema_defaults(op: str, opset: int) -> dict:
         return {}
     found = {}
     for name, attr in schema.attributes.items():
-        if attr.default_value.name and (op, name) not in NOT_FILLED:      # an AttributeProto without a name is "no default"
+        # an AttributeProto without a name is "no default"
+        if attr.default_value.name and (op, name) not in NOT_FILLED:
             found[name] = _plain(onnx.helper.get_attribute_value(attr.default_value))
     return found
 
