@@ -11,6 +11,7 @@ import onnx
 from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
 
 from .batch_axis import assign_batch_axes
+from .onnx_defaults import fill_defaults
 from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
@@ -352,7 +353,8 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
         for out in outputs:
             if out and out not in graph.tensors:
                 graph.add_tensor(Tensor(out, None))
-        graph.add_node(Node(name, _text(n.op_type), [_text(i) for i in n.input], outputs, attrs))
+        graph.add_node(fill_defaults(Node(name, _text(n.op_type), [_text(i) for i in n.input], outputs, attrs),
+                                     graph.opset))
     for name in graph.inputs:
         t = graph.tensors[name]
         if t.shape is None:

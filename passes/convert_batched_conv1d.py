@@ -59,7 +59,7 @@ def _as_2d(graph: Graph, conv: Node) -> None:
     image_out = _add(graph, f"{y}_image", (1, out_channels, n, out_length), 0, x.dtype)
     rows_out = _add(graph, f"{y}_rows", (out_channels, n, out_length), None, x.dtype)
     attrs = {"kernel_shape": [1, kernel], "strides": [1, stride], "dilations": [1, dilation],
-             "pads": [0, pads[0], 0, pads[1]], "group": conv.attrs.get("group", 1)}
+             "pads": [0, pads[0], 0, pads[1]], "group": conv.attrs["group"]}
     graph.remove_node(conv)
     for node in (Node(f"{conv.name}_to_rows", "Transpose", [x.name], [rows], {"perm": [1, 0, 2]}),
                  Node(f"{conv.name}_to_image", "Unsqueeze", [rows, zero], [image]),

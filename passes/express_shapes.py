@@ -88,7 +88,7 @@ class ShapeMath:
                 return None
         if node.op == "Slice" and inputs[0] is not None:
             return self._slice(node, inputs[0])
-        if node.op == "ReduceProd" and len(inputs) == 1 and inputs[0] is not None and node.attrs.get("keepdims", 1) \
+        if node.op == "ReduceProd" and len(inputs) == 1 and inputs[0] is not None and node.attrs["keepdims"] \
                 and node.attrs.get("axes", [0]) in ([0], [-1]):
             product: Term = 1
             for t in inputs[0]:

@@ -33,7 +33,7 @@ def flatten_gather_indices(graph: Graph) -> dict:
         readers = graph.consumers(out.name)
         if not readers or not all(_reads_only_elements(graph, r) and r.inputs[0] == out.name for r in readers):
             continue
-        axis = int(gather.attrs.get("axis", 0)) % data.rank
+        axis = int(gather.attrs["axis"]) % data.rank
         flat = graph.add_constant(f"{gather.inputs[1]}_flat", indices.reshape(-1))
         graph.replace_input(gather, 1, flat.name)
         out.shape = (*data.shape[:axis], indices.size, *data.shape[axis + 1:])

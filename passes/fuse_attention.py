@@ -76,15 +76,15 @@ class Projection:
 def _gemm_projection(graph: Graph, name: str) -> Projection | None:
     """`name` = Gemm(x, B [, C]) with x a (T, K) matrix, constant B and a per-column C."""
     node = graph.producer(name)
-    if node is None or node.op != "Gemm" or node.ncnn or node.attrs.get("transA", 0):
+    if node is None or node.op != "Gemm" or node.ncnn or node.attrs["transA"]:
         return None
     b = _const(graph, node.inputs[1])
     c = _const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     x = graph.tensors[node.inputs[0]]
     if b is None or b.dtype != np.float32 or x.rank != 2 or (len(node.inputs) > 2 and node.inputs[2] and c is None):
         return None
-    alpha, beta = np.float32(node.attrs.get("alpha", 1.0)), np.float32(node.attrs.get("beta", 1.0))
-    weight = (b.T if node.attrs.get("transB", 0) else b) * alpha
+    alpha, beta = np.float32(node.attrs["alpha"]), np.float32(node.attrs["beta"])
+    weight = (b.T if node.attrs["transB"] else b) * alpha
     n = weight.shape[1]
     if c is None:
         c = np.zeros(n, np.float32)
@@ -327,7 +327,7 @@ def _is_identity(graph: Graph, node: Node) -> bool:
 
 def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
     x = graph.tensors[softmax.inputs[0]]
-    axis = softmax.attrs.get("axis", -1 if graph.opset >= 13 else 1)
+    axis = softmax.attrs["axis"]
     _need(x.rank == 4 and axis % 4 == 3)
     qk, score_nodes, scale, mask = _scores(graph, softmax)
     q = _heads(graph, qk.inputs[0], True, False)

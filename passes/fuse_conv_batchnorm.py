@@ -21,7 +21,7 @@ def _bn_affine(graph: Graph, bn: Node) -> tuple[np.ndarray, np.ndarray] | None:
     scale, bias, mean, var = (v.astype(np.float64).ravel() for v in values)
     if not scale.size == bias.size == mean.size == var.size:
         return None            # inconsistent: lowering names the node
-    s = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+    s = scale / np.sqrt(var + float(bn.attrs["epsilon"]))
     return s, bias - s * mean
 
 
@@ -42,14 +42,14 @@ def _fold_gemm(graph: Graph, gemm: Node, s: np.ndarray, t: np.ndarray) -> list[s
     b = graph.value(gemm.inputs[1])
     has_c = len(gemm.inputs) > 2 and bool(gemm.inputs[2])
     c = graph.value(gemm.inputs[2]) if has_c else None
-    if b is None or (has_c and c is None) or gemm.attrs.get("transA", 0):
+    if b is None or (has_c and c is None) or gemm.attrs["transA"]:
         return None
-    trans_b = gemm.attrs.get("transB", 0)
+    trans_b = gemm.attrs["transB"]
     if (b.shape[0] if trans_b else b.shape[1]) != len(s):
         return None
     b_new = b.astype(np.float64) * (s[:, None] if trans_b else s[None, :])
     # beta * C' = s * (beta * C) + t; C' is stored with beta folded in, and beta set to 1
-    beta = float(gemm.attrs.get("beta", 1.0))
+    beta = float(gemm.attrs["beta"])
     c_new = t if c is None else s * beta * c.astype(np.float64) + t
     gemm.attrs["beta"] = 1.0
     return [gemm.inputs[0], graph.add_constant(f"{gemm.inputs[1]}_bn", b_new.astype(b.dtype)).name,

@@ -78,7 +78,7 @@ def _clip_form(graph: Graph, clip: Node) -> tuple[str, list[Node]] | None:
 
 
 def _hardsigmoid_form(graph: Graph, hs: Node) -> tuple[str, list[Node]] | None:
-    if not (_close(hs.attrs.get("alpha", 0.2), SIXTH) and _close(hs.attrs.get("beta", 0.5), 0.5)):
+    if not (_close(hs.attrs["alpha"], SIXTH) and _close(hs.attrs["beta"], 0.5)):
         return None
     x = hs.inputs[0]
     mul = _only_reader(graph, hs.outputs[0])

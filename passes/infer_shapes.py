@@ -46,7 +46,7 @@ def _stft_shape(graph: Graph, node) -> tuple | None:
         return None
     n = signal.shape[1]
     frames = None if n is None else (n - n_fft) // int(step.reshape(-1)[0]) + 1
-    bins = n_fft // 2 + 1 if node.attrs.get("onesided", 1) else n_fft
+    bins = n_fft // 2 + 1 if node.attrs["onesided"] else n_fft
     return (signal.shape[0], frames, bins, 2)
 
 

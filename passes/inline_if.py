@@ -39,6 +39,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from converter.batch_axis import RULES, same_axis
 from converter.ir import ConversionError, Graph, Node, Tensor
+from converter.onnx_defaults import fill_defaults
 
 from .fold_constants import CONTROL_FLOW, fold_node
 
@@ -255,8 +256,9 @@ def _node(graph: Graph, proto: onnx.NodeProto, index: int, names: dict[str, str]
         value = helper.get_attribute_value(a)
         attrs[a.name] = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else (
             value.decode() if isinstance(value, bytes) else value)
-    return Node(name, proto.op_type, [names.get(i, i) for i in proto.input],
-                [names[o] if o else "" for o in proto.output], attrs)
+    # a branch's nodes join the loaded ones, which carry their schema defaults
+    return fill_defaults(Node(name, proto.op_type, [names.get(i, i) for i in proto.input],
+                              [names[o] if o else "" for o in proto.output], attrs), graph.opset)
 
 
 # ---- shapes of the spliced nodes ---------------------------------------------------

@@ -36,7 +36,7 @@ def sole_reader(graph: Graph, name: str, *ops: str) -> Node | None:
 
 def trailing_mean_axis(graph: Graph, node: Node) -> int | None:
     """The first axis of a keepdims ReduceMean over the input's trailing axes, else None."""
-    if node.op != "ReduceMean" or node.ncnn or not node.attrs.get("keepdims", 1):
+    if node.op != "ReduceMean" or node.ncnn or not node.attrs["keepdims"]:
         return None
     x = graph.tensors[node.inputs[0]]
     axes = node.attrs.get("axes")

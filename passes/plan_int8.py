@@ -130,6 +130,7 @@ FLOAT_ONLY = {"ConvTranspose": "ncnn's Deconvolution has no int8 path"}
 def plan_int8(graph: Graph) -> dict:
     if not any(n.op == "QuantizeLinear" for n in graph):
         return {}
+    known = (sum(1 for p in graph.int8_plans.values() if not isinstance(p, ActivationPair)), len(graph.int8_fallbacks))
     for node in graph.topological():      # exporters (paddle2onnx) hold weights in Constant nodes
         if node.op == "Constant":
             fold_node(graph, node)
@@ -146,7 +147,9 @@ def plan_int8(graph: Graph) -> dict:
             graph.int8_plans[node.name] = plan
         else:
             graph.int8_fallbacks[node.name] = why
-    return {}
+    planned = sum(1 for p in graph.int8_plans.values() if not isinstance(p, ActivationPair))
+    # counts what this run added: a second run plans the same nodes again and adds nothing
+    return {"int8_planned": planned - known[0], "int8_fallbacks_found": len(graph.int8_fallbacks) - known[1]}
 
 
 def _is_quantized(graph: Graph, node: Node) -> bool:

@@ -51,7 +51,7 @@ def rewrite_softmax_nan_guard(graph: Graph) -> dict:
             continue
         softmax, where = found
         z = graph.tensors[softmax.inputs[0]]
-        axis = int(softmax.attrs.get("axis", -1)) % z.rank
+        axis = int(softmax.attrs["axis"]) % z.rank
         stem = where.outputs[0]
 
         def tensor(tag: str, shape=z.shape) -> str:

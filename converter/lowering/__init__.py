@@ -14,6 +14,7 @@ import pkgutil
 from typing import Callable
 
 from ..ir import Graph, Node
+from ..onnx_defaults import fill_defaults
 
 Lowering = Callable[[Graph, Node], list[Node]]
 LOWERINGS: dict[str, Lowering] = {}
@@ -21,8 +22,11 @@ LOWERINGS: dict[str, Lowering] = {}
 
 def lowers(*ops: str):
     def register(fn: Lowering) -> Lowering:
+        def with_defaults(graph: Graph, node: Node) -> list[Node]:
+            # nodes built by fusions, rewrites and other lowerings' steps (Einsum's) carry no defaults
+            return fn(graph, fill_defaults(node, graph.opset))
         for op in ops:
-            LOWERINGS[op] = fn
+            LOWERINGS[op] = with_defaults
         return fn
     return register
 

@@ -44,7 +44,7 @@ def relu(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("LeakyRelu")
 def leaky_relu(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "ReLU", {0: float(node.attrs.get("alpha", 0.01))})
+    return _one(graph, node, "ReLU", {0: float(node.attrs["alpha"])})
 
 
 @lowers("Sigmoid")
@@ -98,8 +98,8 @@ def _hard_params(graph: Graph, node: Node, alpha: float, beta: float) -> dict:
 
 @lowers("HardSigmoid")
 def hard_sigmoid(graph: Graph, node: Node) -> list[Node]:
-    params = _hard_params(graph, node, float(node.attrs.get("alpha", 0.2)),
-                          float(node.attrs.get("beta", 0.5)))
+    params = _hard_params(graph, node, float(node.attrs["alpha"]),
+                          float(node.attrs["beta"]))
     return _one(graph, node, "HardSigmoid", params)
 
 
@@ -111,13 +111,13 @@ def hard_swish(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("Elu")
 def elu(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "ELU", {0: float(node.attrs.get("alpha", 1.0))})
+    return _one(graph, node, "ELU", {0: float(node.attrs["alpha"])})
 
 
 @lowers("Selu")
 def selu(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "SELU", {0: float(node.attrs.get("alpha", 1.67326319217681884765625)),
-                                      1: float(node.attrs.get("gamma", 1.05070102214813232421875))})
+    return _one(graph, node, "SELU", {0: float(node.attrs["alpha"]),
+                                      1: float(node.attrs["gamma"])})
 
 
 @lowers("Erf")
@@ -130,7 +130,7 @@ GELU_APPROXIMATIONS = {"none": 0, "tanh": 1}
 
 @lowers("Gelu")
 def gelu(graph: Graph, node: Node) -> list[Node]:
-    approximate = node.attrs.get("approximate", "none")
+    approximate = node.attrs["approximate"]
     if approximate not in GELU_APPROXIMATIONS:
         raise fail(node, graph, f"approximate={approximate!r} is not one of {sorted(GELU_APPROXIMATIONS)}")
     return [layer(node, graph, "GELU", node.inputs[:1], node.outputs[:1],
@@ -163,14 +163,14 @@ def mish(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("Celu")
 def celu(graph: Graph, node: Node) -> list[Node]:
-    return _one(graph, node, "CELU", {0: float(node.attrs.get("alpha", 1.0))})
+    return _one(graph, node, "CELU", {0: float(node.attrs["alpha"])})
 
 
 @lowers("Shrink")
 def shrink(graph: Graph, node: Node) -> list[Node]:
     # same formula as ONNX: x + bias below -lambd, x - bias above lambd, else 0
-    return _one(graph, node, "Shrink", {0: float(node.attrs.get("bias", 0.0)),
-                                        1: float(node.attrs.get("lambd", 0.5))})
+    return _one(graph, node, "Shrink", {0: float(node.attrs["bias"]),
+                                        1: float(node.attrs["lambd"])})
 
 
 @lowers("PRelu")

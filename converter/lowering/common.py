@@ -174,10 +174,11 @@ def spatial_input(graph: Graph, node: Node, ranks=(3, 4)) -> tuple[Shape, int]:
 
 def window_attrs(graph: Graph, node: Node, nspatial: int, kernel: list[int]) -> dict:
     """strides, dilations, begin/end pads and auto_pad, each per spatial axis, validated."""
+    # strides/dilations/pads: no schema default (their length is the kernel's)
     strides = list(node.attrs.get("strides", [1] * nspatial))
     dilations = list(node.attrs.get("dilations", [1] * nspatial))
     pads = list(node.attrs.get("pads", [0] * 2 * nspatial))
-    auto_pad = node.attrs.get("auto_pad", "NOTSET")
+    auto_pad = node.attrs["auto_pad"]
     if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         raise fail(node, graph, f"unknown auto_pad {auto_pad!r}")
     if auto_pad == "VALID":

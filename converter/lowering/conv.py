@@ -54,7 +54,7 @@ def conv_weights(graph: Graph, node: Node, nspatial: int) -> tuple[np.ndarray, n
     the weight's spatial extents)."""
     weight = constant(graph, node, 1, "the weight (input 1)").astype(np.float32)
     bias = optional_constant(graph, node, 2, "the bias (input 2)")
-    group = int(node.attrs.get("group", 1))
+    group = int(node.attrs["group"])
     kernel = list(node.attrs.get("kernel_shape", weight.shape[2:]))
     if weight.ndim != nspatial + 2 or list(weight.shape[2:]) != kernel:
         raise fail(node, graph, f"weight shape {list(weight.shape)} does not match kernel {kernel}")
@@ -145,11 +145,12 @@ def conv_transpose(graph: Graph, node: Node) -> list[Node]:
 
 def _geometry(graph: Graph, node: Node, sizes, kernel: list[int], nspatial: int):
     """(begin pads, end pads, attrs) per spatial axis, with auto_pad / output_shape resolved."""
+    # strides/dilations/output_padding/pads/output_shape: no schema default
     strides = list(node.attrs.get("strides", [1] * nspatial))
     dilations = list(node.attrs.get("dilations", [1] * nspatial))
     output_padding = list(node.attrs.get("output_padding", [0] * nspatial))
     pads = list(node.attrs.get("pads", [0] * 2 * nspatial))
-    auto_pad = node.attrs.get("auto_pad", "NOTSET")
+    auto_pad = node.attrs["auto_pad"]
     output_shape = node.attrs.get("output_shape")
     if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         raise fail(node, graph, f"unknown auto_pad {auto_pad!r}")

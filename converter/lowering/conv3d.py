@@ -75,10 +75,10 @@ def pool3d(graph: Graph, node: Node) -> list[Node]:
     if any(d != 1 for d in geo["dilations"]):
         raise fail(node, graph, f"dilations {geo['dilations']}: ncnn pooling has no dilation")
     avg = node.op == "AveragePool"
-    include_pad = avg and bool(node.attrs.get("count_include_pad", 0))
+    include_pad = avg and bool(node.attrs["count_include_pad"])
     sizes = list(shape[2:])
     begin, end = _explicit_pads(graph, node, sizes, kernel, geo)
-    if node.attrs.get("ceil_mode", 0):
+    if node.attrs["ceil_mode"]:
         end = _ceil_tail(graph, node, sizes, kernel, geo["strides"], begin, end, include_pad)
     params = {0: AVG if avg else MAX, 5: 1, 6: int(include_pad)}
     _dhw(params, (1, 11, 21), kernel)

@@ -19,13 +19,13 @@ def cumsum(graph: Graph, node: Node) -> list[Node]:
     axis = int(constant(graph, node, 1, "the axis").reshape(-1)[0])
     if x.rank is None or not -x.rank <= axis < x.rank:
         raise fail(node, graph, f"axis {axis} is out of range for '{x.name}'")
-    if node.attrs.get("exclusive", 0):
+    if node.attrs["exclusive"]:
         raise fail(node, graph, "exclusive=1: ncnn's CumulativeSum sums inclusively, and x's own term "
                                 "cannot be taken back out without rounding differently")
     mapped = x.ncnn_axis(axis)
     if mapped is None:                      # the batch axis: a sum over one element
         return [layer(node, graph, "Noop", [x.name], [out])]
-    if not node.attrs.get("reverse", 0):
+    if not node.attrs["reverse"]:
         return [layer(node, graph, "CumulativeSum", [x.name], [out], {0: mapped})]
     flipped = new_tensor(graph, f"{out}_flipped", x.shape, x.batch_axis)
     summed = new_tensor(graph, f"{out}_summed", x.shape, x.batch_axis)

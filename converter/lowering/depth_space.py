@@ -22,6 +22,7 @@ def _blocksize(graph: Graph, node: Node) -> int:
 
 
 def _mode(graph: Graph, node: Node) -> int:
+    # .get: SpaceToDepth has no mode before opset 28
     mode = node.attrs.get("mode", "DCR")
     if mode not in NCNN_MODES:
         raise fail(node, graph, f"unknown mode {mode!r}")

@@ -67,7 +67,7 @@ def dynamic_conv(graph: Graph, node: Node, pads_of) -> list[Node]:
     """`pads_of(graph, node, sizes, kernel, geo, nspatial)` is Conv's pad params resolver."""
     shape, nspatial = _spatial(graph, node)
     pre, weight, wshape = _weight_blob(graph, node, nspatial)
-    group = int(node.attrs.get("group", 1))
+    group = int(node.attrs["group"])
     kernel = _kernel(graph, node, wshape, nspatial)
     geo = window_attrs(graph, node, nspatial, kernel)
     bias = _bias(graph, node)
@@ -87,7 +87,7 @@ def dynamic_conv(graph: Graph, node: Node, pads_of) -> list[Node]:
 def dynamic_conv_transpose(graph: Graph, node: Node, geometry) -> list[Node]:
     """`geometry(graph, node, sizes, kernel, nspatial)` is deconv's (begin, end, attrs) resolver."""
     shape, nspatial = _spatial(graph, node)
-    group = int(node.attrs.get("group", 1))
+    group = int(node.attrs["group"])
     pre, weight, wshape = _weight_blob(graph, node, nspatial)
     kernel = _kernel(graph, node, wshape, nspatial)
     begin, end, geo = geometry(graph, node, shape[2:], kernel, nspatial)

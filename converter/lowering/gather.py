@@ -36,7 +36,7 @@ def gather(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, "the rank of the data or the output is unknown")
     if not x.shape:
         raise fail(node, graph, f"the data '{x.name}' is a scalar; Gather needs at least one axis")
-    axis = int(node.attrs.get("axis", 0))
+    axis = int(node.attrs["axis"])
     if not -x.rank <= axis < x.rank:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
     axis %= x.rank

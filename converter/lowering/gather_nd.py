@@ -106,7 +106,7 @@ def _runtime_gather_nd(graph: Graph, node: Node, data: Tensor, batch_dims: int) 
 
 @lowers("GatherND")
 def gather_nd(graph: Graph, node: Node) -> list[Node]:
-    data, batch_dims = _static_data(graph, node), int(node.attrs.get("batch_dims", 0))
+    data, batch_dims = _static_data(graph, node), int(node.attrs["batch_dims"])
     if graph.value(node.inputs[1]) is None:
         return _runtime_gather_nd(graph, node, data, batch_dims)
     indices = _constant_indices(graph, node)
@@ -128,7 +128,7 @@ def _row_lookup(graph: Graph, node: Node) -> list[Node] | None:
     data, indices = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     if not data.is_constant or graph.value(node.inputs[1]) is not None or data.rank is None:
         return None
-    axis = int(node.attrs.get("axis", 0)) % data.rank
+    axis = int(node.attrs["axis"]) % data.rank
     if any(d != 1 for a, d in enumerate(data.shape) if a != axis) or indices.shape is None:
         return None
     table = Tensor(data.name, (data.shape[axis],), data.dtype, data.value.reshape(-1))
@@ -141,7 +141,7 @@ def gather_elements(graph: Graph, node: Node) -> list[Node]:
     if lookup is not None:
         return lookup
     data, indices = _static_data(graph, node), _constant_indices(graph, node)
-    axis = int(node.attrs.get("axis", 0))
+    axis = int(node.attrs["axis"])
     if not -data.rank <= axis < data.rank or indices.ndim != data.rank:
         raise fail(node, graph, f"indices of shape {list(indices.shape)} along axis {axis} do not fit the "
                                 f"data's shape {list(data.shape)}")

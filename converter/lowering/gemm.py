@@ -16,14 +16,14 @@ def gemm(graph: Graph, node: Node) -> list[Node]:
     per-column C as its bias); run-time B -> MatMul; other C -> one add after it."""
     require_float(graph, node, node.inputs)
     a = graph.tensors[node.inputs[0]]
-    alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
-    trans_b = int(node.attrs.get("transB", 0))
+    alpha, beta = float(node.attrs["alpha"]), float(node.attrs["beta"])
+    trans_b = int(node.attrs["transB"])
     if a.rank != 2 or a.batch_axis not in (0, None):
         raise fail(node, graph, f"A must be a matrix with the batch (if any) on axis 0, got "
                                 f"{a.shape} with batch axis {a.batch_axis}")
     out = graph.tensors[node.outputs[0]]
     pre: list[Node] = []
-    if node.attrs.get("transA", 0):
+    if node.attrs["transA"]:
         a, pre = _transposed(graph, node, a, out.batch_axis)
     c_name = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] and beta != 0.0 else None
     c_value = graph.value(c_name) if c_name else None

@@ -36,9 +36,10 @@ PADDING_MODES = {"zeros": 1, "border": 2, "reflection": 3}
 @lowers("GridSample")
 def grid_sample(graph: Graph, node: Node) -> list[Node]:
     shape, nspatial = spatial_input(graph, node, ranks=(4, 5))
+    # .get: the default changed at opset 20
     mode = node.attrs.get("mode", "bilinear" if graph.opset < 20 else "linear")
-    padding = node.attrs.get("padding_mode", "zeros")
-    align = int(node.attrs.get("align_corners", 0))
+    padding = node.attrs["padding_mode"]
+    align = int(node.attrs["align_corners"])
     if mode not in SAMPLE_TYPES or padding not in PADDING_MODES:
         raise fail(node, graph, f"mode {mode!r} / padding_mode {padding!r}: ncnn's GridSample has "
                                 "bilinear, nearest, bicubic and zeros, border, reflection")

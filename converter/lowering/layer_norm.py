@@ -35,7 +35,7 @@ def layer_norm(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, "scale is missing")
     gamma = _affine(graph, node, scale, normalized)
     beta = np.zeros_like(gamma) if bias is None else _affine(graph, node, bias, normalized)
-    params = {0: int(np.prod(normalized)), 1: float(node.attrs.get("epsilon", 1e-5)), 2: 1}
+    params = {0: int(np.prod(normalized)), 1: float(node.attrs["epsilon"]), 2: 1}
     stats = statistics(graph, node, x, axis)
     if not graph.use_count(node.outputs[0]):
         return stats
@@ -47,7 +47,7 @@ def _normalized_axes(graph: Graph, node: Node) -> tuple[Tensor, int, tuple]:
     x = graph.tensors[node.inputs[0]]
     if x.shape is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    axis = node.attrs.get("axis", -1)
+    axis = node.attrs["axis"]
     if not -x.rank <= axis < x.rank:
         raise fail(node, graph, f"axis {axis} is out of range for rank {x.rank}")
     axis %= x.rank
@@ -111,7 +111,7 @@ def statistics(graph: Graph, node: Node, x: Tensor, axis: int) -> list[Node]:
     squared = _like(graph, f"{node.outputs[0]}_squared", x)
     m = graph.tensors[mean]
     var, var_eps, std = (_like(graph, f"{node.outputs[0]}_{s}", m) for s in ("var", "var_eps", "std"))
-    eps = float(np.float32(node.attrs.get("epsilon", 1e-5)))
+    eps = float(np.float32(node.attrs["epsilon"]))
     return layers + [
         layer(node, graph, "BinaryOp", [x.name, mean], [centered], {0: BINARY_OPS["sub"]}, suffix="_center"),
         layer(node, graph, "UnaryOp", [centered], [squared], {0: UNARY_OPS["square"]}, suffix="_square"),
@@ -129,7 +129,7 @@ def rms_norm(graph: Graph, node: Node) -> list[Node]:
     if scale is None:
         raise fail(node, graph, "scale is missing")
     gamma = _affine(graph, node, scale, normalized)
-    params = {0: int(np.prod(normalized)), 1: float(node.attrs.get("epsilon", 1e-5)), 2: 1}
+    params = {0: int(np.prod(normalized)), 1: float(node.attrs["epsilon"]), 2: 1}
     return normalize_trailing(graph, node, "RMSNorm", params, [gamma])
 
 

@@ -35,10 +35,10 @@ MVN_EPSILON = 1e-9           # the ONNX function body adds it to the standard de
 def lp_normalization(graph: Graph, node: Node) -> list[Node]:
     """x / norm, and 0 where the norm is 0 (ONNX's rule): the norm is raised to FLT_MIN first."""
     require_float(graph, node)
-    p = int(node.attrs.get("p", 2))
+    p = int(node.attrs["p"])
     if p not in (1, 2):
         raise fail(node, graph, f"p={p}: ONNX LpNormalization defines only p=1 and p=2")
-    chain = Chain(graph, node, ncnn_axes(graph, node, [node.attrs.get("axis", -1)]))
+    chain = Chain(graph, node, ncnn_axes(graph, node, [node.attrs["axis"]]))
     norm = chain.reduce(chain.x.name, "l2" if p == 2 else "l1", "_norm")
     safe = chain.scalar(norm, "max", FLT_MIN, True, "_safe")
     chain.binary(chain.x.name, safe, "div", "", out=node.outputs[0])
@@ -49,7 +49,7 @@ def lp_normalization(graph: Graph, node: Node) -> list[Node]:
 def mean_variance_normalization(graph: Graph, node: Node) -> list[Node]:
     """(x - mean) / (sqrt(mean((x - mean)^2)) + 1e-9), as ONNX's function body."""
     require_float(graph, node)
-    axes = [int(a) for a in node.attrs.get("axes", [0, 2, 3])]
+    axes = [int(a) for a in node.attrs["axes"]]
     chain = Chain(graph, node, ncnn_axes(graph, node, axes))
     mean = chain.reduce(chain.x.name, "mean", "_mean")
     centered = chain.binary(chain.x.name, mean, "sub", "_centered")
@@ -72,8 +72,8 @@ def lrn(graph: Graph, node: Node) -> list[Node]:
     if size < 1 or size % 2 == 0:
         raise fail(node, graph, f"size {size}: ncnn's LRN window matches ONNX's only for odd sizes "
                                 "(for an even size ncnn reaches one channel further back, ONNX forward)")
-    params = {0: ACROSS_CHANNELS, 1: size, 2: float(node.attrs.get("alpha", 1e-4)),
-              3: float(node.attrs.get("beta", 0.75)), 4: float(node.attrs.get("bias", 1.0))}
+    params = {0: ACROSS_CHANNELS, 1: size, 2: float(node.attrs["alpha"]),
+              3: float(node.attrs["beta"]), 4: float(node.attrs["bias"])}
     return [layer(node, graph, "LRN", node.inputs[:1], node.outputs[:1], params)]
 
 
@@ -109,7 +109,7 @@ def instance_normalization(graph: Graph, node: Node) -> list[Node]:
     shape, channels = _channel_input(graph, node)
     gamma = _per_channel(graph, node, 1, "scale (input 1)", channels)
     beta = _per_channel(graph, node, 2, "B (input 2)", channels)
-    eps = float(node.attrs.get("epsilon", 1e-5))
+    eps = float(node.attrs["epsilon"])
     if len(shape) == 3:
         return [layer(node, graph, "GroupNorm", node.inputs[:1], node.outputs[:1],
                       {0: channels, 1: channels, 2: eps, 3: 1}, [gamma, beta])]
@@ -129,12 +129,13 @@ def group_normalization(graph: Graph, node: Node) -> list[Node]:
     gamma = _per_channel(graph, node, 1, "scale (input 1)", channels, per)
     beta = _per_channel(graph, node, 2, "bias (input 2)", channels, per)
     return [layer(node, graph, "GroupNorm", node.inputs[:1], node.outputs[:1],
-                  {0: groups, 1: channels, 2: float(node.attrs.get("epsilon", 1e-5)), 3: 1},
+                  {0: groups, 1: channels, 2: float(node.attrs["epsilon"]), 3: 1},
                   [gamma, beta])]
 
 
 def batchnorm_affine(graph: Graph, node: Node) -> tuple[np.ndarray, ...]:
     """(scale, bias, mean, var, eps) of an inference BatchNormalization, checked constant."""
+    # .get: BatchNormalization gains training_mode at opset 14
     if node.attrs.get("training_mode", 0):
         raise fail(node, graph, "training_mode=1 (batch statistics) is not supported; export in eval mode")
     if any(o and graph.use_count(o) for o in node.outputs[1:]):
@@ -147,7 +148,7 @@ def batchnorm_affine(graph: Graph, node: Node) -> tuple[np.ndarray, ...]:
     sizes = [v.size for v in values]
     if len(set(sizes)) != 1 or (channels is not None and sizes[0] != channels):
         raise fail(node, graph, f"scale/bias/mean/var have {sizes} values for {channels} channels")
-    return (*values, float(node.attrs.get("epsilon", 1e-5)))
+    return (*values, float(node.attrs["epsilon"]))
 
 
 @lowers("BatchNormalization")

@@ -25,7 +25,7 @@ def pad(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], node.outputs[0]
     if x.rank is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    mode = node.attrs.get("mode", "constant")
+    mode = node.attrs["mode"]
     if isinstance(mode, bytes):
         mode = mode.decode()
     if mode not in PAD_TYPES:

@@ -45,7 +45,7 @@ def pool(graph: Graph, node: Node) -> list[Node]:
     if any(d != 1 for d in geo["dilations"]):
         raise fail(node, graph, f"dilations {geo['dilations']}: ncnn pooling has no dilation")
     avg = node.op == "AveragePool"
-    include_pad = avg and bool(node.attrs.get("count_include_pad", 0))
+    include_pad = avg and bool(node.attrs["count_include_pad"])
     out = graph.tensors[node.outputs[0]]
     g = {"kernel": as_2d(nspatial, kernel, 1), "stride": as_2d(nspatial, geo["strides"], 1),
          "begin": as_2d(nspatial, geo["begin"], 0), "end": as_2d(nspatial, geo["end"], 0),
@@ -84,7 +84,7 @@ def _static(graph, node, g, auto_pad, avg, include_pad):
         if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
             begin[i], end[i] = same_pads(n, k, s, auto_pad)
             count = math.ceil(n / s)
-        elif node.attrs.get("ceil_mode", 0):
+        elif node.attrs["ceil_mode"]:
             count = math.ceil((n + begin[i] + end[i] - k) / s) + 1
             if (count - 1) * s >= n + begin[i]:
                 raise fail(node, graph, f"ceil_mode: the last window on spatial axis {i} would start in "
@@ -119,7 +119,7 @@ def _dynamic(graph, node, g, auto_pad, avg, include_pad):
             raise fail(node, graph, f"auto_pad {auto_pad} with count_include_pad=0: ncnn's run-time "
                                     f"SAME padding always counts the pads{hint}")
         return None, {5: 2 if auto_pad == "SAME_UPPER" else 3, 6: int(include_pad)}
-    if not node.attrs.get("ceil_mode", 0):
+    if not node.attrs["ceil_mode"]:
         return None, {5: 1, 6: int(include_pad), **_pads(begin, end)}
     if any(e + si > ki for e, si, ki in zip(end, s, k)):
         raise fail(node, graph, f"ceil_mode with end pads {end}, strides {s}, kernel {k}: a window may "

@@ -37,9 +37,9 @@ def _check_supported(graph: Graph, node: Node, dirs: int, seq_len: int | None) -
             raise fail(node, graph, f"activations {list(activations)} differ from ncnn's fixed {wanted}")
     if node.attrs.get("clip") is not None:
         raise fail(node, graph, "clip is not supported by ncnn's recurrent layers")
-    if node.attrs.get("input_forget", 0):
+    if node.op == "LSTM" and node.attrs["input_forget"]:      # GRU and RNN have no input_forget
         raise fail(node, graph, "input_forget=1 (coupled input and forget gates) is not supported by ncnn")
-    if node.op == "GRU" and not node.attrs.get("linear_before_reset", 0):
+    if node.op == "GRU" and not node.attrs["linear_before_reset"]:
         raise fail(node, graph, "linear_before_reset=0: ncnn's GRU applies the reset gate after the "
                                 "recurrent product (linear_before_reset=1) only")
     peepholes = optional_constant(graph, node, 7, "peepholes P") if node.op == "LSTM" else None
@@ -140,11 +140,12 @@ def recurrent(graph: Graph, node: Node) -> list[Node]:
     w = constant(graph, node, 1, "the input weights W")
     r = constant(graph, node, 2, "the recurrent weights R")
     dirs, hidden, size = w.shape[0], r.shape[-1], w.shape[-1]
-    direction = node.attrs.get("direction", "forward")
+    direction = node.attrs["direction"]
     direction = direction.decode() if isinstance(direction, bytes) else direction
     if direction not in DIRECTIONS or dirs != (2 if direction == "bidirectional" else 1):
         raise fail(node, graph, f"direction {direction!r} with weights for {dirs} direction(s)")
-    batch_at = 1 - node.attrs.get("layout", 0)      # X is [T, B, I], or [B, T, I] with layout=1
+    # .get: layout exists from opset 14; X is [T, B, I], or [B, T, I] with layout=1
+    batch_at = 1 - node.attrs.get("layout", 0)
     x = graph.tensors[node.inputs[0]]
     if x.shape is None or len(x.shape) != 3:
         raise fail(node, graph, "the input X must be a 3-D tensor of known rank")

@@ -45,8 +45,9 @@ def reduce(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None or out.shape is None:
         raise fail(node, graph, "the input or output rank is unknown")
-    keepdims = int(node.attrs.get("keepdims", 1))
+    keepdims = int(node.attrs["keepdims"])
     axes = onnx_axes(graph, node, x.rank) if x.rank else []
+    # .get: ReduceMean/Max/... gain noop_with_empty_axes only at opset 18
     if not axes and node.attrs.get("noop_with_empty_axes", 0):
         if node.op in TRANSFORMS:
             raise fail(node, graph, "noop_with_empty_axes on an op that transforms values is not supported")
@@ -89,7 +90,7 @@ def arg_extreme(graph: Graph, node: Node) -> list[Node]:
     if graph.tensors[node.inputs[0]].dtype.kind not in "iu":     # integers compare exactly below 2**24
         require_float(graph, node)
     x = graph.tensors[node.inputs[0]]
-    axis = int(node.attrs.get("axis", 0))
+    axis = int(node.attrs["axis"])
     chain = Chain(graph, node, ncnn_axes(graph, node, [axis]))
     extent = x.shape[axis % x.rank]
     if extent is None:
@@ -97,7 +98,7 @@ def arg_extreme(graph: Graph, node: Node) -> list[Node]:
     if extent > MAX_EXACT_EXTENT:
         raise fail(node, graph, f"axis {axis} has {extent} entries; float32 indices are exact up to "
                                 f"{MAX_EXACT_EXTENT}")
-    last = bool(node.attrs.get("select_last_index", 0))
+    last = bool(node.attrs["select_last_index"])
     peak = chain.reduce(x.name, "max" if node.op == "ArgMax" else "min", "_peak")
     # peak - x for ArgMax, x - peak for ArgMin: both >= 0, and 0 exactly at the peaks
     gap = chain.binary(x.name, peak, "rsub" if node.op == "ArgMax" else "sub", "_gap")
@@ -108,7 +109,7 @@ def arg_extreme(graph: Graph, node: Node) -> list[Node]:
     positions = graph.add_constant(f"{node.name}_positions",
                                    np.arange(extent, dtype=np.float32).reshape(index_shape)).name
     key = chain.binary(penalty, positions, "add", "_key")
-    keepdims = int(node.attrs.get("keepdims", 1))
+    keepdims = int(node.attrs["keepdims"])
     chain.reduce(key, "max" if last else "min", "", out=node.outputs[0], keepdims=keepdims)
     return chain.layers
 

@@ -30,7 +30,7 @@ def flatten(graph: Graph, node: Node) -> list[Node]:
 
 def _flatten_by_expression(graph: Graph, node: Node) -> Node:
     x = graph.tensors[node.inputs[0]]
-    axis = node.attrs.get("axis", 1) % x.rank if x.rank else 0
+    axis = node.attrs["axis"] % x.rank if x.rank else 0
     outer, inner = 1, 1
     for i in range(x.rank):
         if i < axis:
@@ -98,6 +98,7 @@ def reshape(graph: Graph, node: Node) -> list[Node]:
     if SHAPE_TERMS in node.attrs:
         return [expressed_reshape(graph, node, node.attrs[SHAPE_TERMS])]
     codes = _shape_input(graph, node)
+    # .get: allowzero exists from opset 14
     if node.attrs.get("allowzero", 0) and 0 in codes:
         raise fail(node, graph, f"shape {codes} with allowzero=1 makes an empty tensor, which ncnn cannot hold")
     target = Tensor("", _reshape_target(x, out, codes), batch_axis=out.batch_axis).ncnn_shape

@@ -114,6 +114,7 @@ def _targets(graph: Graph, node: Node, shape) -> list[Axis]:
     if sizes is None:
         return [_scaled_axis(shape[i], F32(per_axis.get(i, 1.0))) for i in range(rank)]
     outs = {i: int(v) for i, v in per_axis.items()}
+    # .get: exists from opset 18
     policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
     if policy != "stretch":
         return _policy_axes(graph, node, shape, outs, policy)

@@ -110,6 +110,7 @@ def _copy_scatter(graph: Graph, node: Node, indices: np.ndarray) -> list[Node]:
 @lowers("ScatterND", "ScatterElements", "Scatter")
 def scatter(graph: Graph, node: Node) -> list[Node]:
     indices = graph.value(node.inputs[1])
+    # .get: reduction exists from opset 16
     if node.op == "ScatterND" and indices is not None and node.attrs.get("reduction", "none") == "none":
         return _copy_scatter(graph, node, indices.astype(np.int64))
     runtime = next(name for name in node.inputs if name and graph.value(name) is None)

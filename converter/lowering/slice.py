@@ -25,7 +25,7 @@ from .common import constant, fail, layer, ncnn_axis, new_tensor, optional_const
 @lowers("Split")
 def split(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
-    axis = node.attrs.get("axis", 0)
+    axis = node.attrs["axis"]
     nc_axis = ncnn_axis(graph, node, x.name, axis)
     extent = x.shape[axis]
     n = len(node.outputs)

@@ -16,7 +16,7 @@ def softmax(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
     if x.rank is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    axis = node.attrs.get("axis", -1 if graph.opset >= 13 else 1)
+    axis = node.attrs["axis"]
     if graph.opset < 13 and axis % max(x.rank, 1) != x.rank - 1:
         raise fail(node, graph, f"opset {graph.opset} Softmax with axis {axis} normalizes the flattened "
                                 "trailing axes together; only the last axis is supported")
@@ -31,7 +31,7 @@ def log_softmax(graph: Graph, node: Node) -> list[Node]:
     if x.rank is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
     if graph.opset >= 13:
-        axes = [node.attrs.get("axis", -1)]
+        axes = [node.attrs["axis"]]
     else:                    # opsets 1-12 normalize the flattened trailing axes together
         axis = node.attrs.get("axis", 1)
         axes = list(range(axis % max(x.rank, 1), x.rank))

@@ -72,7 +72,7 @@ def stft(graph: Graph, node: Node) -> list[Node]:
     flat = new_tensor(graph, f"{signal.name}_1d", (1, signal.shape[1]), 0)
     _, frames, freqs, _ = out.shape if out.shape is not None and len(out.shape) == 4 else (1, None, None, 2)
     spectrum = new_tensor(graph, f"{out.name}_by_freq", (1, freqs, frames, 2), 0)
-    params = {0: n_fft, 1: 0, 2: hop, 3: winlen, 4: window_type, 5: 0, 8: int(node.attrs.get("onesided", 1))}
+    params = {0: n_fft, 1: 0, 2: hop, 3: winlen, 4: window_type, 5: 0, 8: int(node.attrs["onesided"])}
     swap = ORDER_TYPE[(3, (1, 0, 2))]
     return [reshape_layer(graph, node, signal.name, flat, {0: 0}, suffix="_1d"),
             layer(node, graph, "Spectrogram", [flat], [spectrum], params),

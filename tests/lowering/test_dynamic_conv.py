@@ -7,7 +7,7 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
+from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model
 
 
 def model_for(op, x_shape, w_shape, bias, const_bias=False, **attrs):

@@ -1,0 +1,93 @@
+"""Tiny hand-built models, one per pass that no model in models/ makes fire (tests/passes/test_pipeline.py)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from onnx_cases import make_model
+from quantized_cases import qlinear_model
+
+RNG = np.random.default_rng(5)
+
+
+def _rand(*shape) -> np.ndarray:
+    return RNG.uniform(0.5, 1.5, shape).astype(np.float32)
+
+
+def inline_if() -> onnx.ModelProto:
+    """An If on a constant condition becomes its then branch."""
+    branch = lambda name, op: helper.make_graph(     # noqa: E731
+        [helper.make_node(op, ["x"], [f"{name}_y"])], name, [],
+        [helper.make_value_info(f"{name}_y", helper.make_tensor_type_proto(TensorProto.FLOAT, None))])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=branch("then", "Relu"),
+                              else_branch=branch("else", "Neg"))]
+    return make_model(nodes, [("x", [1, 3, 4])], [("y", None)], [("cond", np.array(True))])
+
+
+def express_shapes() -> onnx.ModelProto:
+    """A Reshape whose target holds a run-time extent ('n') becomes an ncnn expression."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             helper.make_node("Concat", ["lead", "n", "two", "two"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    ints = lambda v: np.array(v, np.int64)       # noqa: E731
+    return make_model(nodes, [("x", [1, "n", 4])], [("y", None)],
+                      [("one", ints([1])), ("lead", ints([1])), ("two", ints([2]))])
+
+
+def fuse_conv_affine() -> onnx.ModelProto:
+    """Conv -> per-channel Mul -> per-channel Add folds into the Conv."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["c", "scale"], ["m"]),
+             helper.make_node("Add", ["m", "shift"], ["y"])]
+    return make_model(nodes, [("x", [1, 2, 5, 5])], [("y", None)],
+                      [("w", _rand(3, 2, 3, 3)), ("b", _rand(3)), ("scale", _rand(1, 3, 1, 1)),
+                       ("shift", _rand(1, 3, 1, 1))])
+
+
+def fuse_hardswish() -> onnx.ModelProto:
+    nodes = [helper.make_node("HardSigmoid", ["x"], ["h"], alpha=1 / 6, beta=0.5),
+             helper.make_node("Mul", ["x", "h"], ["y"])]
+    return make_model(nodes, [("x", [1, 3, 4])], [("y", None)])
+
+
+def fuse_layernorm() -> onnx.ModelProto:
+    """(x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta, written out."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]),
+             helper.make_node("Sub", ["x", "mu"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["sd"]),
+             helper.make_node("Div", ["d", "sd"], ["n"]),
+             helper.make_node("Mul", ["n", "gamma"], ["g"]),
+             helper.make_node("Add", ["g", "beta"], ["y"])]
+    return make_model(nodes, [("x", [1, 6, 8])], [("y", None)],
+                      [("two", np.float32(2)), ("eps", np.float32(1e-5)), ("gamma", _rand(8)), ("beta", _rand(8))])
+
+
+def rewrite_softmax_nan_guard() -> onnx.ModelProto:
+    """Where(IsNaN(Softmax(z)), 0, p) after a -inf mask."""
+    nodes = [helper.make_node("Add", ["x", "bias"], ["z"]),
+             helper.make_node("Softmax", ["z"], ["p"], axis=-1),
+             helper.make_node("IsNaN", ["p"], ["nan"]),
+             helper.make_node("Where", ["nan", "zero", "p"], ["y"])]
+    bias = np.array([[[0, -np.inf, 0, 0]]], np.float32)
+    return make_model(nodes, [("x", [1, 2, 4])], [("y", None)], [("bias", bias), ("zero", np.float32(0))])
+
+
+def merge_broadcast_axes() -> onnx.ModelProto:
+    """A 6-D Add (5 ncnn axes) whose operands broadcast alike over merged axis runs."""
+    nodes = [helper.make_node("Add", ["x", "c"], ["y"])]
+    return make_model(nodes, [("x", [1, 2, 3, 4, 5, 6])], [("y", None)], [("c", _rand(6))])
+
+
+def expand_qlinear() -> onnx.ModelProto:
+    """QLinearConv/QLinearMatMul become DequantizeLinear -> float op -> QuantizeLinear, which
+    plan_int8 and apply_int8 then make ncnn int8 layers."""
+    return qlinear_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
+                                 rewrite_softmax_nan_guard, merge_broadcast_axes)}

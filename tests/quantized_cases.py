@@ -1,0 +1,33 @@
+"""Small quantized ONNX models shared by the quantization and pipeline tests."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def qlinear_model() -> onnx.ModelProto:
+    """x -> QuantizeLinear -> QLinearConv (per-channel, int32 bias) -> QLinearConv (depthwise)
+    -> QLinearMatMul after a Reshape -> DequantizeLinear, all int8 with zero point 0."""
+    rng = np.random.default_rng(2)
+
+    def c(name, value, dtype):
+        return numpy_helper.from_array(np.asarray(value, dtype), name)
+    inits = [c("xs", 0.05, np.float32), c("z", 0, np.int8), c("w1", rng.integers(-127, 128, (4, 3, 3, 3)), np.int8),
+             c("w1s", rng.uniform(0.005, 0.02, 4), np.float32), c("z4", np.zeros(4), np.int8),
+             c("b1", rng.integers(-500, 500, 4), np.int32), c("y1s", 0.2, np.float32),
+             c("w2", rng.integers(-127, 128, (4, 1, 3, 3)), np.int8), c("w2s", rng.uniform(0.005, 0.02, 4), np.float32),
+             c("y2s", 0.1, np.float32), c("shape", [1, 4 * 36], np.int64),
+             c("w3", rng.integers(-127, 128, (4 * 36, 5)), np.int8), c("w3s", 0.01, np.float32),
+             c("y3s", 0.3, np.float32)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z"], ["xq"]),
+             helper.make_node("QLinearConv", ["xq", "xs", "z", "w1", "w1s", "z4", "y1s", "z", "b1"], ["c1"],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("QLinearConv", ["c1", "y1s", "z", "w2", "w2s", "z4", "y2s", "z"], ["c2"],
+                              pads=[1, 1, 1, 1], group=4),
+             helper.make_node("Reshape", ["c2", "shape"], ["r"]),
+             helper.make_node("QLinearMatMul", ["r", "y2s", "z", "w3", "w3s", "z", "y3s", "z"], ["m"]),
+             helper.make_node("DequantizeLinear", ["m", "y3s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
