@@ -91,10 +91,10 @@ class NcnnRunner:
         child.close()
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
-            outputs: list[str]) -> dict[str, np.ndarray]:
+            outputs: list[str], threads: int | None = None) -> dict[str, np.ndarray]:
         if self._proc is None or not self._proc.is_alive():
             self._start()
-        self._conn.send((str(param), str(bin_), feeds, list(outputs), self.threads))
+        self._conn.send((str(param), str(bin_), feeds, list(outputs), threads or self.threads))
         try:
             reply = self._conn.recv()
         except EOFError:
@@ -118,9 +118,9 @@ class NcnnRunner:
 _shared: NcnnRunner | None = None
 
 
-def run_ncnn(param, bin_, feeds, outputs) -> dict[str, np.ndarray]:
-    """Run with a process-wide shared runner."""
+def run_ncnn(param, bin_, feeds, outputs, threads: int | None = None) -> dict[str, np.ndarray]:
+    """Run with a process-wide shared runner, on `threads` threads (default: the runner's 2)."""
     global _shared
     if _shared is None:
         _shared = NcnnRunner()
-    return _shared.run(param, bin_, feeds, outputs)
+    return _shared.run(param, bin_, feeds, outputs, threads)
