@@ -7,8 +7,7 @@ import multiprocessing
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -116,25 +115,42 @@ def convert_one(model_path: str, options: Options) -> dict:
 
 def convert_many(models: list[str], options: Options, jobs: int,
                  on_done: Callable[[dict, int], None] | None = None) -> list[dict]:
-    """Rows in the models' order. Each model converts in a fresh worker process, so one model's peak
-    memory is given back before the next starts; workers fork from a server that has imported the
-    converter once (spawning each would import it again: seconds per model on a busy machine)."""
-    rows: dict[str, dict] = {}
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(models))), mp_context=context,
-                             max_tasks_per_child=1) as pool:
-        futures = {pool.submit(convert_one, m, options): m for m in models}
-        for future in as_completed(futures):
-            model = futures[future]
+    """Rows in the models' order. Each model converts in a process of its own, at most `jobs` at
+    once: forked, so it starts at once with the converter already imported (spawned workers
+    import it again, seconds each on a busy machine, and from the folder they start in), and its
+    peak memory goes back to the system when it ends; a worker that dies fails its model only."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    pending, running, rows = list(models), {}, {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            model = pending.pop(0)
+            receive, send = context.Pipe(duplex=False)
+            sys.stdout.flush()       # a forked worker must not write the parent's buffered lines again
+            sys.stderr.flush()
+            worker = context.Process(target=_worker, args=(send, model, options), daemon=True)
+            worker.start()
+            send.close()            # the worker holds the only write end: its death ends the pipe
+            running[receive] = (model, worker)
+        for receive in wait(list(running)):
+            model, worker = running.pop(receive)
             try:
-                rows[model] = future.result()
-            except BrokenProcessPool:
-                rows[model] = {"model": model, "status": "error", "seconds": None,
-                               "error": "the worker process died (out of memory?)"}
+                row = receive.recv()
+            except EOFError:
+                worker.join()
+                row = {"model": model, "status": "error", "seconds": None,
+                       "error": f"the worker process died (exit code {worker.exitcode}; out of memory?)"}
+            receive.close()
+            worker.join()
+            rows[model] = row
             if on_done is not None:
-                on_done(rows[model], len(rows))
+                on_done(row, len(rows))
     return [rows[m] for m in models]
+
+
+def _worker(send, model: str, options: Options) -> None:
+    send.send(convert_one(model, options))
+    send.close()
 
 
 def exit_code(rows: list[dict]) -> int:

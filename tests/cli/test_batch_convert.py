@@ -10,6 +10,7 @@ import sys
 import pytest
 from onnx import helper
 
+import converter.batch_convert as batch_convert
 from converter import convert
 from converter.cli import Progress
 from onnx_cases import make_model
@@ -165,3 +166,19 @@ def test_one_model_on_a_terminal_writes_only_its_usual_output(models, tmp_path):
     code, out, shown = _on_a_terminal("convert", models / "a_relu.onnx", "-o", tmp_path, "--json")
     assert code == 0 and shown == ""        # converted well under the 2 s a stage line waits for
     assert json.loads(out)["layers"] == 2
+
+
+def test_a_worker_that_dies_fails_its_model_only(models, tmp_path, monkeypatch):
+    convert_one = batch_convert.convert_one
+
+    def dies_on_relu(model, options):       # workers are forked: they run this patched function
+        if "relu" in model:
+            os._exit(9)
+        return convert_one(model, options)
+
+    monkeypatch.setattr(batch_convert, "convert_one", dies_on_relu)
+    rows = batch_convert.convert_many([str(models / "a_relu.onnx"), str(models / "folder" / "b_add.onnx")],
+                                      batch_convert.Options(output_dir=str(tmp_path)), jobs=2)
+    assert [r["status"] for r in rows] == ["error", "ok"]
+    assert "worker process died (exit code 9" in rows[0]["error"]
+    assert batch_convert.exit_code(rows) == 2
