@@ -7,10 +7,10 @@ import multiprocessing
 import sys
 import time
 import warnings
-from multiprocessing.connection import wait
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -9,13 +9,11 @@ import sys
 
 import pytest
 from onnx import helper
-
-import converter.batch_convert as batch_convert
-from converter import convert
-from converter.cli import Progress
 from onnx_cases import make_model
-
 from test_convert_cli import add_model, assert_bad_input, run_cli, save
+
+from converter import batch_convert, convert
+from converter.cli import Progress
 
 
 def relu_model(input_name="y"):

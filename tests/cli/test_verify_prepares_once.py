@@ -1,10 +1,9 @@
 """verify reads, checks and shape-infers the model once, and converts and runs that same proto."""
 import numpy as np
 from onnx import helper
-
-import converter.onnx_loader as onnx_loader
-from converter import verify
 from onnx_cases import make_model
+
+from converter import onnx_loader, verify
 
 
 def test_verify_checks_and_infers_the_model_once(monkeypatch):
