@@ -180,3 +180,11 @@ def test_a_worker_that_dies_fails_its_model_only(models, tmp_path, monkeypatch):
     assert [r["status"] for r in rows] == ["error", "ok"]
     assert "worker process died (exit code 9" in rows[0]["error"]
     assert batch_convert.exit_code(rows) == 2
+
+
+def test_pnnx_inputshape_applies_to_each_model_in_input_order(models, tmp_path):
+    save(relu_model("x"), tmp_path / "relu_x.onnx")
+    result = run_cli("convert", models / "a_relu.onnx", tmp_path / "relu_x.onnx", "-o", tmp_path / "out",
+                     "inputshape=[1,2,7]", "--json")
+    assert result.returncode == 0, result.stderr
+    assert [r["inputs"][0]["onnx_shape"] for r in json.loads(result.stdout)] == [[1, 2, 7], [1, 2, 7]]
