@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from onnx import numpy_helper
@@ -122,14 +123,26 @@ class NcnnModel:
 
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
-            broadcast_fix: bool = True, input_values: dict[str, object] | None = None) -> NcnnModel:
+            broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
+            progress: Callable[[str], None] | None = None) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
-    rate the model branches on with If, so the branch taken is known when converting."""
+    rate the model branches on with If, so the branch taken is known when converting.
+    `progress(stage)` is told each stage (loading, each pass) as it starts."""
+    if progress is not None:
+        progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
+    return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
+
+
+def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
+                     input_values: dict[str, object] | None = None,
+                     progress: Callable[[str], None] | None = None) -> NcnnModel:
+    """The conversion of a model already prepared (onnx_loader.prepare_model) and built into `graph`:
+    verify prepares once and hands the same proto to onnxruntime."""
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
-    stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast})
+    stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)
     stats["example_shapes"], stats["example_notes"] = examples
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)

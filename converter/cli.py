@@ -8,13 +8,13 @@ import threading
 import time
 import warnings
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import numpy as np
 import onnx
 
-from .api import convert, load_ncnn, output_paths
-from .fp16 import weight_warnings
-from .harness import harness_script, script_path
+from .api import convert, load_ncnn
+from .batch_convert import Options, run_batch, write_conversion
 from .image_input import ImageSpec, is_image_path, parse_image_spec
 from .interpreter import InterpreterError
 from .ir import ConversionError
@@ -94,25 +94,28 @@ def onnx_dtype(value_info) -> np.dtype:
 
 
 def cmd_convert(args) -> int:
-    model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value))
-    if args.fp16:
-        model.stats.setdefault("warnings", []).extend(weight_warnings(model.graph))
-    for warning in model.stats.get("warnings", []):
-        print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
-    param, bin_ = output_paths(args.model, args.output_dir)
-    script = script_path(param)
-    text = harness_script(model, param, bin_, args.model, model.stats["example_shapes"],
-                          model.stats["fixed_inputs"])
+    if len(args.model) > 1 or Path(args.model[0]).is_dir():
+        options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
+                          _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16)
+        return run_batch(args.model, options, args.jobs, args.json, _shows_progress(args))
+    args.model = args.model[0]
+    progress = Progress(label="convert") if _shows_progress(args) else None
     try:
-        model.save(param, bin_, fp16=args.fp16, extra={script: text.encode()})
-    except OSError as exc:
-        raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
-    io = model.io()
+        model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value),
+                        progress=progress)
+        if progress is not None:
+            progress("writing")
+        result = write_conversion(model, args.model, args.output_dir, args.fp16)
+        for warning in result["warnings"]:
+            print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
+    finally:    # a refused model must not get a progress line after its one error line
+        if progress is not None:
+            progress.timer.cancel()
+    if progress is not None:
+        progress.done()
+    param, bin_, script = result["param"], result["bin"], result["script"]
     if args.json:
-        print(json.dumps({"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
-                          "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **io,
-                          "warnings": model.stats.get("warnings", []),
-                          **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}))
+        print(json.dumps(result))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
     if "int8_layers" in model.stats:      # a quantized model: what runs int8, what runs in float and why
@@ -120,10 +123,15 @@ def cmd_convert(args) -> int:
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
-    for entry in io["inputs"] + io["outputs"]:
+    for entry in result["inputs"] + result["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
     return EXIT_OK
+
+
+def _shows_progress(args) -> bool:
+    """Stage lines only for a person watching: never with --quiet or when stderr is a file or pipe."""
+    return not args.quiet and sys.stderr.isatty()
 
 
 def broadcast_summary(stats: dict) -> str:
@@ -159,8 +167,9 @@ class Progress:
     """Stage lines on stderr once a run has taken more than `after` seconds: a timer shows
     the stage under way when that time passes, and every later stage as it starts."""
 
-    def __init__(self, after: float = 2.0, stream=None):
+    def __init__(self, after: float = 2.0, stream=None, label: str = "verify"):
         self.start, self.after, self.stream = time.monotonic(), after, stream or sys.stderr
+        self.label = label
         self.pending: str | None = None
         self.shown = False
         self.lock = threading.Lock()
@@ -177,7 +186,7 @@ class Progress:
         with self.lock:
             elapsed = time.monotonic() - self.start
             if self.pending and (self.shown or elapsed >= self.after):
-                print(f"verify: {self.pending} ({elapsed:.1f} s)", file=self.stream, flush=True)
+                print(f"{self.label}: {self.pending} ({elapsed:.1f} s)", file=self.stream, flush=True)
                 self.pending, self.shown = None, True
 
     def done(self) -> None:
@@ -261,19 +270,33 @@ SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dyn
               "differ stay dynamic)")
 
 
+PER_MODEL = "; with several models it applies to each model that has that input"
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expects a number of worker processes >= 1, got '{text}'")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     conv = sub.add_parser("convert", help="write MODEL as ncnn .param/.bin")
-    conv.add_argument("model", help="the .onnx file")
-    conv.add_argument("-o", "--output-dir", help="output folder (default: beside the model)")
-    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
-    conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
+    conv.add_argument("model", nargs="+", help="the .onnx file(s); a folder means its .onnx files, "
+                      "sorted. Several models: a summary table (or a JSON list), exit 2 if any is refused")
+    conv.add_argument("-o", "--output-dir", help="output folder (default: beside each model)")
+    conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP + PER_MODEL)
+    conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP + PER_MODEL)
+    conv.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                      help="with several models, convert N at once, each in a worker process (default: 1)")
+    conv.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: "
+                      "stages of a slow conversion are shown when stderr is a terminal, never otherwise)")
     conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows "
                       "(default: float32)")
-    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result "
-                      "(default: a summary line)")
+    conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
+                      "a list of them for several models (default: a summary line)")
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")

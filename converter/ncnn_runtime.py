@@ -98,10 +98,10 @@ class NcnnRunner:
         child.close()
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
-            outputs: list[str], precision: str = "fp32") -> dict[str, np.ndarray]:
+            outputs: list[str], precision: str = "fp32", threads: int | None = None) -> dict[str, np.ndarray]:
         if self._proc is None or not self._proc.is_alive():
             self._start()
-        self._conn.send((str(param), str(bin_), feeds, list(outputs), self.threads, precision))
+        self._conn.send((str(param), str(bin_), feeds, list(outputs), threads or self.threads, precision))
         try:
             reply = self._conn.recv()
         except EOFError:
@@ -125,9 +125,11 @@ class NcnnRunner:
 _shared: NcnnRunner | None = None
 
 
-def run_ncnn(param, bin_, feeds, outputs, precision: str = "fp32") -> dict[str, np.ndarray]:
-    """Run with a process-wide shared runner; precision 'fp16' runs as devices do by default."""
+def run_ncnn(param, bin_, feeds, outputs, precision: str = "fp32",
+             threads: int | None = None) -> dict[str, np.ndarray]:
+    """Run with a process-wide shared runner; precision 'fp16' runs as devices do by default;
+    on `threads` threads (default: the runner's 2)."""
     global _shared
     if _shared is None:
         _shared = NcnnRunner()
-    return _shared.run(param, bin_, feeds, outputs, precision)
+    return _shared.run(param, bin_, feeds, outputs, precision, threads)

@@ -301,10 +301,15 @@ def load_onnx_and_proto(model, input_shapes: dict[str, list[int]] | None = None,
     """The Graph and the prepared ModelProto it was built from (its dim names and metadata)."""
     warnings: list[str] = []
     proto = prepare_model(model, input_shapes, warnings, input_values)
+    return graph_of_prepared(proto, warnings), proto
+
+
+def graph_of_prepared(proto: onnx.ModelProto, warnings: list[str]) -> Graph:
+    """The Graph of a model prepare_model has already read, checked and shape-inferred."""
     graph = build_graph(proto)
     graph.warnings = warnings
     assign_batch_axes(graph)
-    return graph, proto
+    return graph
 
 
 def _text(value) -> str:

@@ -114,12 +114,16 @@ PIPELINE: list[Pass] = [
 INVARIANTS = {fix_broadcast: check_binary_ranks}
 
 
-def run_pipeline(graph: Graph, skip: set[Pass] = frozenset()) -> dict:
-    """Run every pass in order (except `skip`), checking each pass's invariant; returns merged stats."""
+def run_pipeline(graph: Graph, skip: set[Pass] = frozenset(),
+                 progress: Callable[[str], None] | None = None) -> dict:
+    """Run every pass in order (except `skip`), checking each pass's invariant; returns merged stats.
+    `progress(stage)` is told each pass's name as it starts (the CLI shows slow conversions)."""
     stats: dict = {"pass_seconds": {}}
     for p in PIPELINE:
         if p in skip:
             continue
+        if progress is not None:
+            progress(p.__name__.replace("_", " "))
         start = time.perf_counter()
         stats.update(p(graph) or {})
         stats["pass_seconds"][p.__name__] = time.perf_counter() - start

@@ -5,8 +5,10 @@ it is emulated in float32, which reproduces onnxruntime exactly:
   QuantizeLinear    q = clip(round_half_even(x / s) + z, qmin, qmax)
   DequantizeLinear  y = (q - z) * s
 The quantized tensor travels as float32 holding whole numbers (exact up to 2**24). ncnn's
-UnaryOp round is nearbyintf under FE_TONEAREST (ties to even, as ONNX) and its BinaryOp div
-is a true division. DequantizeLinear of a constant (weights, biases) never gets here: it
+UnaryOp round is nearbyintf under FE_TONEAREST (ties to even, as ONNX). Its BinaryOp div is
+not a true division on x86 (the SIMD lanes give 2 / 2 = 0.99999994, measured), so x / s is
+written x * (1 / s): exact where 1 / s is a float32 power of two; elsewhere x * (1 / s) can be
+one ulp from x / s, and a value that close to a rounding tie lands one step off (a warning). DequantizeLinear of a constant (weights, biases) never gets here: it
 folds to float weights, exactly.
 """
 from __future__ import annotations
@@ -56,7 +58,12 @@ def quantize_linear(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, f"quantized type {zero.dtype} is not supported (int8, uint8, int16, uint16)")
     out = graph.tensors[node.outputs[0]]
     nodes: list[Node] = []
-    scaled = _step(graph, node, node.inputs[0], scale, "div", None, nodes)
+    reciprocal = (1 / scale.astype(np.float64)).astype(np.float32)
+    if np.any(reciprocal.astype(np.float64) * scale.astype(np.float64) != 1):
+        graph.warnings.append(f"{node.describe()}: x / scale runs as x * (1 / scale) in ncnn (its division is "
+                              "approximate on x86); an input within an ulp of a rounding tie may quantize one "
+                              "step off onnxruntime")
+    scaled = _step(graph, node, node.inputs[0], reciprocal, "mul", None, nodes)
     rounded = new_tensor(graph, f"{out.name}_round", out.shape, out.batch_axis)
     nodes += unary_chain(node, graph, scaled, rounded, ["round"])
     if np.any(zero != 0):

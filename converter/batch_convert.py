@@ -1,0 +1,205 @@
+"""`onnx2ncnn convert` on files: one model as always, or many at once in worker processes with a
+summary table (or one JSON list) and exit 2 when any was refused."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from .api import NcnnModel, convert, output_paths
+from .fp16 import weight_warnings
+from .harness import harness_script, script_path
+from .ir import ConversionError
+from .onnx_loader import read_model
+from .pnnx_args import pnnx_input_shapes
+
+EXIT_OK, EXIT_REFUSED = 0, 2
+
+
+@dataclass
+class Options:
+    """What applies to every model of a batch; shapes and values only where the model has that input."""
+    output_dir: str | None = None
+    input_shapes: dict[str, list] = field(default_factory=dict)
+    input_values: dict[str, list] = field(default_factory=dict)
+    pnnx_shapes: dict[str, str] = field(default_factory=dict)
+    fp16: bool = False
+
+
+def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
+    """Save .param/.bin/.json and the harness script, all or none; returns what --json prints."""
+    if fp16:
+        model.stats.setdefault("warnings", []).extend(weight_warnings(model.graph))
+    param, bin_ = output_paths(model_path, output_dir)
+    script = script_path(param)
+    text = harness_script(model, param, bin_, model_path, model.stats["example_shapes"],
+                          model.stats["fixed_inputs"])
+    try:
+        model.save(param, bin_, fp16=fp16, extra={script: text.encode()})
+    except OSError as exc:
+        raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
+    return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
+            "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
+            "warnings": model.stats.get("warnings", []),
+            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}
+
+
+def expand_models(paths: list[str]) -> list[str]:
+    """The models named: a folder stands for its .onnx files, sorted; a path named twice counts once."""
+    models: list[str] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.iterdir() if p.suffix == ".onnx" and p.is_file())
+            if not found:
+                raise ConversionError(f"folder {path} has no .onnx files")
+            models += found
+        else:
+            models.append(text)
+    return list(dict.fromkeys(models))
+
+
+def check_outputs_apart(models: list[str], output_dir: str | None) -> None:
+    """Refuse, before converting any, two models whose files would overwrite each other's."""
+    seen: dict[Path, str] = {}
+    for model in models:
+        param = output_paths(model, output_dir)[0].resolve()
+        first = seen.setdefault(param, model)
+        if first != model:
+            raise ConversionError(f"{first} and {model} would both write {param.name} in {param.parent}: "
+                                  f"convert them into different folders (-o)")
+
+
+def _model_options(proto: onnx.ModelProto, options: Options) -> tuple[dict, dict]:
+    """The batch's --input-shape/--input-value/inputshape= that fit this model's inputs."""
+    initializers = {t.name for t in proto.graph.initializer}
+    fed = [vi for vi in proto.graph.input if vi.name not in initializers]
+    names = {vi.name for vi in fed}
+    values = {k: v for k, v in options.input_values.items() if k in names}
+    shapes = {k: v for k, v in options.input_shapes.items() if k in names}
+    kinds = [(vi.name, np.dtype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))
+             for vi in fed if vi.name not in values]
+    pnnx = pnnx_input_shapes(options.pnnx_shapes, kinds)
+    twice = sorted(set(pnnx) & set(shapes))
+    if twice:
+        raise ConversionError(f"input(s) {', '.join(twice)} given both by inputshape and --input-shape")
+    return {**shapes, **pnnx}, values
+
+
+def convert_one(model_path: str, options: Options) -> dict:
+    """One model of a batch (run in a worker process): a row for the table, never an exception."""
+    start = time.monotonic()
+    row = {"model": model_path, "status": "ok"}
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            proto, _ = read_model(model_path)
+            shapes, values = _model_options(proto, options)
+            converted = convert(proto, shapes, input_values=values)
+            del proto
+            row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
+    except ConversionError as exc:
+        row.update(status="refused", error=_one_line(exc))
+    except MemoryError:
+        row.update(status="error", error="out of memory")
+    except Exception as exc:      # a bug of ours: this model's row says so, the others go on
+        row.update(status="error", error=f"internal error ({type(exc).__name__}: {_one_line(exc)})")
+    row["seconds"] = round(time.monotonic() - start, 2)
+    return row
+
+
+def convert_many(models: list[str], options: Options, jobs: int,
+                 on_done: Callable[[dict, int], None] | None = None) -> list[dict]:
+    """Rows in the models' order. Each model converts in a process of its own, at most `jobs` at
+    once: forked, so it starts at once with the converter already imported (spawned workers
+    import it again, seconds each on a busy machine, and from the folder they start in), and its
+    peak memory goes back to the system when it ends; a worker that dies fails its model only."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    pending, running, rows = list(models), {}, {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            model = pending.pop(0)
+            receive, send = context.Pipe(duplex=False)
+            sys.stdout.flush()       # a forked worker must not write the parent's buffered lines again
+            sys.stderr.flush()
+            worker = context.Process(target=_worker, args=(send, model, options), daemon=True)
+            worker.start()
+            send.close()            # the worker holds the only write end: its death ends the pipe
+            running[receive] = (model, worker)
+        for receive in wait(list(running)):
+            model, worker = running.pop(receive)
+            try:
+                row = receive.recv()
+            except EOFError:
+                worker.join()
+                row = {"model": model, "status": "error", "seconds": None,
+                       "error": f"the worker process died (exit code {worker.exitcode}; out of memory?)"}
+            receive.close()
+            worker.join()
+            rows[model] = row
+            if on_done is not None:
+                on_done(row, len(rows))
+    return [rows[m] for m in models]
+
+
+def _worker(send, model: str, options: Options) -> None:
+    send.send(convert_one(model, options))
+    send.close()
+
+
+def exit_code(rows: list[dict]) -> int:
+    return EXIT_OK if all(r["status"] == "ok" for r in rows) else EXIT_REFUSED
+
+
+def summary_table(rows: list[dict]) -> list[str]:
+    """model, status, layers, seconds, error's first line; then a count."""
+    header = ("model", "status", "layers", "seconds", "error")
+    cells = [(r["model"], r["status"], str(r.get("layers", "-")),
+              "-" if r.get("seconds") is None else f"{r['seconds']:.2f}", r.get("error", ""))
+             for r in rows]
+    widths = [max(len(c[i]) for c in [header, *cells]) for i in range(4)]
+    lines = []
+    for c in [header, *cells]:
+        line = f"{c[0]:<{widths[0]}}  {c[1]:<{widths[1]}}  {c[2]:>{widths[2]}}  {c[3]:>{widths[3]}}  {c[4]}"
+        lines.append(line.rstrip())
+    done = sum(r["status"] == "ok" for r in rows)
+    lines.append(f"converted {done} of {len(rows)} models" + ("" if done == len(rows) else
+                                                            f"; {len(rows) - done} refused or failed"))
+    return lines
+
+
+def run_batch(paths: list[str], options: Options, jobs: int, as_json: bool, show_progress: bool) -> int:
+    """The CLI's many-models convert: table (or JSON list) on stdout, warnings and progress on stderr."""
+    models = expand_models(paths)
+    check_outputs_apart(models, options.output_dir)
+    start = time.monotonic()
+
+    def on_done(row: dict, count: int) -> None:
+        if show_progress:
+            print(f"convert: [{count}/{len(models)}] {row['model']}: {row['status']} "
+                  f"({time.monotonic() - start:.1f} s)", file=sys.stderr, flush=True)
+
+    rows = convert_many(models, options, jobs, on_done)
+    if as_json:
+        print(json.dumps(rows))
+        return exit_code(rows)
+    for row in rows:
+        for warning in row.get("warnings", []):
+            print(f"onnx2ncnn: warning: {row['model']}: {warning}", file=sys.stderr)
+    for line in summary_table(rows):
+        print(line)
+    return exit_code(rows)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
