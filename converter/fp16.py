@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .divergence import Divergence
 from .ir import Graph
 from .ncnn_layers import SPECS
 
@@ -44,16 +45,8 @@ def tolerance(depth: int) -> float:
 
 
 @dataclass
-class Fp16Divergence:
-    """The first blob past fp16's tolerance, in verify's Divergence fields."""
-    backend: str
-    layer: str
-    layer_type: str
-    onnx_node: str | None
-    blob: str | None
-    max_abs: float | None = None
-    max_rel: float | None = None      # here: max error over max|reference|
-    error: str | None = None
+class Fp16Divergence(Divergence):
+    """The first blob past fp16's tolerance; max_rel holds its max error over max|reference|."""
     tolerance: float | None = None
 
     def describe(self) -> str:

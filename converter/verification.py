@@ -19,6 +19,7 @@ import onnxruntime as ort
 
 from . import fp16
 from .api import NcnnModel, convert_prepared
+from .divergence import Divergence
 from .example_sizes import example_shapes
 from .image_input import ImageSpec
 from .int_inputs import ncnn_dtype
@@ -41,25 +42,6 @@ class OutputCheck:
     max_rel: float | None = None
     error: str | None = None
     rel_to_max: float | None = None     # max abs error over max|reference|
-
-
-@dataclass
-class Divergence:
-    backend: str
-    layer: str
-    layer_type: str
-    onnx_node: str | None
-    blob: str | None
-    max_abs: float | None = None
-    max_rel: float | None = None
-    error: str | None = None
-
-    def describe(self) -> str:
-        where = f"{self.layer_type} layer '{self.layer}' (ONNX node '{self.onnx_node}')"
-        if self.error:
-            return f"{self.backend}: {where} failed: {self.error}"
-        return (f"{self.backend}: first divergence at {where}, blob '{self.blob}': "
-                f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}")
 
 
 @dataclass
