@@ -73,3 +73,19 @@ def convolution3d(p, weights, x):
     if p.bias_term:
         out += weights[1].reshape(-1, 1, 1, 1)
     return fused_activation(out, p.activation_type, p.activation_params)
+
+
+def by_group(p, weights, x, layer):
+    """A grouped 3-D layer as `layer` run on each group's slice of channels, weight and bias
+    (weight (group, out/group, ...), in ncnn's depthwise 3-D layers' layout)."""
+    require_rank(x, 4)
+    group, channels, out_c = p.group, x.shape[0], p.num_output
+    if group < 1 or channels % group or out_c % group:
+        fail(f"{channels} input / {out_c} output channels of {shape_str(x)} do not split into {group} groups")
+    cg, og = channels // group, out_c // group
+    q = type(p)(p)
+    q["num_output"] = og
+    w = weights[0].reshape(group, -1)
+    outs = [layer(q, [w[g]] + ([weights[1][g * og:(g + 1) * og]] if p.bias_term else []), x[g * cg:(g + 1) * cg])
+            for g in range(group)]
+    return np.concatenate(outs, axis=0)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..registry import fail, kernel, require_rank, shape_str
 from .activation import fused_activation
-from .convolution3d import AXES, per_axis
+from .convolution3d import AXES, by_group, per_axis
 
 F32 = np.float32
 
@@ -52,14 +52,4 @@ def deconvolution3d(p, weights, x):
 
 @kernel("DeconvolutionDepthWise3D")
 def deconvolution_depthwise3d(p, weights, x):
-    require_rank(x, 4)
-    group, channels, out_c = p.group, x.shape[0], p.num_output
-    if group < 1 or channels % group or out_c % group:
-        fail(f"{channels} input / {out_c} output channels of {shape_str(x)} do not split into {group} groups")
-    cg, og = channels // group, out_c // group
-    q = type(p)(p)
-    q["num_output"] = og
-    w = weights[0].reshape(group, -1)
-    outs = [deconvolution3d(q, [w[g]] + ([weights[1][g * og:(g + 1) * og]] if p.bias_term else []),
-                            x[g * cg:(g + 1) * cg]) for g in range(group)]
-    return np.concatenate(outs, axis=0)
+    return by_group(p, weights, x, deconvolution3d)
