@@ -196,6 +196,21 @@ def window_attrs(graph: Graph, node: Node, nspatial: int, kernel: list[int]) -> 
             "end": pads[nspatial:], "auto_pad": auto_pad}
 
 
+def pool_window(graph: Graph, node: Node, nspatial: int) -> tuple[list[int], dict, bool, bool]:
+    """MaxPool/AveragePool's window as ncnn pools it: (kernel, window_attrs, average?, count pads?);
+    refuses what ncnn pooling has not got (Indices read, dilations)."""
+    if node.op == "MaxPool" and any(o and graph.use_count(o) for o in node.outputs[1:]):
+        raise fail(node, graph, "the Indices output is used; ncnn pooling has no indices")
+    if "kernel_shape" not in node.attrs:
+        raise fail(node, graph, "kernel_shape is missing")
+    kernel = list(node.attrs["kernel_shape"])
+    geo = window_attrs(graph, node, nspatial, kernel)
+    if any(d != 1 for d in geo["dilations"]):
+        raise fail(node, graph, f"dilations {geo['dilations']}: ncnn pooling has no dilation")
+    avg = node.op == "AveragePool"
+    return kernel, geo, avg, avg and bool(node.attrs["count_include_pad"])
+
+
 def same_pads(size: int, extent: int, stride: int, auto_pad: str) -> tuple[int, int]:
     """ONNX SAME_UPPER / SAME_LOWER padding of one axis with a known size."""
     total = max(0, (math.ceil(size / stride) - 1) * stride + extent - size)

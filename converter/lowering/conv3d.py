@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..ir import Graph, Node
-from .common import fail, layer, new_tensor, reshape_to, same_pads, spatial_input, window_attrs
+from .common import fail, layer, new_tensor, pool_window, reshape_to, same_pads, spatial_input, window_attrs
 
 MAX, AVG = 0, 1
 
@@ -66,16 +66,7 @@ def conv3d(graph: Graph, node: Node, weights_of) -> list[Node]:
 
 def pool3d(graph: Graph, node: Node) -> list[Node]:
     shape, nspatial = spatial_input(graph, node, ranks=(5,))
-    if node.op == "MaxPool" and any(o and graph.use_count(o) for o in node.outputs[1:]):
-        raise fail(node, graph, "the Indices output is used; ncnn pooling has no indices")
-    if "kernel_shape" not in node.attrs:
-        raise fail(node, graph, "kernel_shape is missing")
-    kernel = list(node.attrs["kernel_shape"])
-    geo = window_attrs(graph, node, nspatial, kernel)
-    if any(d != 1 for d in geo["dilations"]):
-        raise fail(node, graph, f"dilations {geo['dilations']}: ncnn pooling has no dilation")
-    avg = node.op == "AveragePool"
-    include_pad = avg and bool(node.attrs["count_include_pad"])
+    kernel, geo, avg, include_pad = pool_window(graph, node, nspatial)
     sizes = list(shape[2:])
     begin, end = _explicit_pads(graph, node, sizes, kernel, geo)
     if node.attrs["ceil_mode"]:

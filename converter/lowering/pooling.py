@@ -20,10 +20,10 @@ from .common import (
     fail,
     layer,
     new_tensor,
+    pool_window,
     reshape_to,
     same_pads,
     spatial_input,
-    window_attrs,
     wrap_1d,
 )
 from .conv3d import global_pool3d, pool3d
@@ -36,16 +36,7 @@ def pool(graph: Graph, node: Node) -> list[Node]:
     if graph.tensors[node.inputs[0]].rank == 5:
         return pool3d(graph, node)
     shape, nspatial = spatial_input(graph, node, ranks=(3, 4, 5))
-    if node.op == "MaxPool" and any(o and graph.use_count(o) for o in node.outputs[1:]):
-        raise fail(node, graph, "the Indices output is used; ncnn pooling has no indices")
-    if "kernel_shape" not in node.attrs:
-        raise fail(node, graph, "kernel_shape is missing")
-    kernel = list(node.attrs["kernel_shape"])
-    geo = window_attrs(graph, node, nspatial, kernel)
-    if any(d != 1 for d in geo["dilations"]):
-        raise fail(node, graph, f"dilations {geo['dilations']}: ncnn pooling has no dilation")
-    avg = node.op == "AveragePool"
-    include_pad = avg and bool(node.attrs["count_include_pad"])
+    kernel, geo, avg, include_pad = pool_window(graph, node, nspatial)
     out = graph.tensors[node.outputs[0]]
     g = {"kernel": as_2d(nspatial, kernel, 1), "stride": as_2d(nspatial, geo["strides"], 1),
          "begin": as_2d(nspatial, geo["begin"], 0), "end": as_2d(nspatial, geo["end"], 0),
