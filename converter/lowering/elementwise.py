@@ -6,6 +6,8 @@ makes them agree. A constant operand of one element becomes BinaryOp's
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..batch_axis import broadcast as broadcast_batch_axis
@@ -14,6 +16,7 @@ from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
 from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor, unary_chain
+from .integer_division import integer_division
 
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
           "Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}
@@ -38,7 +41,7 @@ def binary(graph: Graph, src: Node, a: str, b: str, op: int, out: str, suffix: s
 
 
 # integer tensors travel as float32 numbers (converter/int_inputs.py): these ops stay exact on them
-# while values stay within 2**24 (Div truncates after dividing, see _integer_division)
+# while values stay within 2**24 (Div: see integer_division.py)
 INTEGER_EXACT = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}
 
 
@@ -48,16 +51,6 @@ def _check_float(graph: Graph, node: Node) -> None:
         if graph.tensors[name].dtype.kind not in allowed:
             raise fail(node, graph, f"operand '{name}' is {graph.tensors[name].dtype}; ncnn computes "
                                     f"{node.op} in float only (integer math must fold to constants)")
-
-
-def _integer_division(graph: Graph, node: Node) -> list[Node]:
-    """ONNX's integer Div truncates toward zero: ncnn divides, then UnaryOp trunc. For |a| <= 2**24
-    the float quotient cannot round across an integer, so the result is exact."""
-    a, b = node.inputs[:2]
-    out = graph.tensors[node.outputs[0]]
-    quotient = new_tensor(graph, f"{out.name}_quotient", out.shape, out.batch_axis)
-    return [binary(graph, node, a, b, BINARY_OPS["div"], quotient),
-            layer(node, graph, "UnaryOp", [quotient], [out.name], {0: UNARY_OPS["trunc"]}, suffix="_trunc")]
 
 
 # Pow by these constant exponents as UnaryOps: ncnn's SIMD pow is exp(b*log(a)), garbage for
@@ -93,6 +86,31 @@ def _warn_pow_base(graph: Graph, node: Node) -> None:
                           "for positive bases")
 
 
+def _exact_reciprocal_division(graph: Graph, node: Node) -> list[Node] | None:
+    """x / c as x * (1 / c) where c is a power of two: exact, where ncnn's x86 div is not
+    correctly rounded (6 / 2 gives 2.9999998) and is slower than mul."""
+    divisor = _scalar(graph, node.inputs[1])
+    x, out = node.inputs[0], node.outputs[0]
+    if (divisor is None or graph.tensors[x].rank != graph.tensors[out].rank
+            or not 2.0 ** -100 < abs(divisor) < 2.0 ** 100 or abs(math.frexp(divisor)[0]) != 0.5):
+        return None
+    return [layer(node, graph, "BinaryOp", [x], [out], {0: BINARY_OPS["mul"], 1: 1, 2: 1.0 / divisor})]
+
+
+ROUNDING_OPS = {"Floor", "Ceil", "Round"}
+
+
+def _warn_rounded_quotient(graph: Graph, node: Node) -> None:
+    """A float quotient rounded to an integer next: ncnn's x86 div is up to ~1.5 ulp off, so a
+    quotient that is exactly a whole number can floor to one less."""
+    rounded = [c for c in graph.consumers(node.outputs[0]) if c.op in ROUNDING_OPS
+               or c.op == "Cast" and graph.tensors[c.outputs[0]].dtype.kind in "iu"]
+    if rounded:
+        graph.warnings.append(f"{node.describe()}: its quotient goes to {rounded[0].describe()}; ncnn's x86 "
+                              "BinaryOp div is not correctly rounded (6 / 2 gives 2.9999998), so where the "
+                              "quotient is a whole number the rounded result can be off by one")
+
+
 @lowers(*BINARY)
 def elementwise(graph: Graph, node: Node) -> list[Node]:
     _check_float(graph, node)
@@ -102,7 +120,12 @@ def elementwise(graph: Graph, node: Node) -> list[Node]:
             return as_unary
         _warn_pow_base(graph, node)
     if node.op == "Div" and graph.tensors[node.outputs[0]].dtype.kind in "iu":
-        return _integer_division(graph, node)
+        return integer_division(graph, node)
+    if node.op == "Div":
+        by_reciprocal = _exact_reciprocal_division(graph, node)
+        if by_reciprocal is not None:
+            return by_reciprocal
+        _warn_rounded_quotient(graph, node)
     op = BINARY_OPS[BINARY[node.op]]
     out = node.outputs[0]
     inputs = [i for i in node.inputs if i]
