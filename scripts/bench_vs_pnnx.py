@@ -2,7 +2,7 @@
 
 Usage: python scripts/bench_vs_pnnx.py [--repeat N] [--threads 1,2] [--defaults] [MODEL ...]
 (default: the bundled transformer models, YOLOv8n and PP-OCRv4 det from the model cache, and every
-/work/zoo_out/*.onnx; a MODEL is a path or a name from scripts/fetch_models.py)
+models/zoo/*.onnx; a MODEL is a path or a name from scripts/fetch_models.py)
 
 Each model is converted by us and by pnnx (the binary from its wheel, run on the .onnx with the
 same input shapes), then both files run on the same inputs in alternating rounds (fp32: fp16/bf16
@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 from converter import convert  # noqa: E402
 from converter.int_inputs import ncnn_dtype  # noqa: E402
 from converter.onnx_loader import prepare_model  # noqa: E402
-from converter.verify import make_inputs, ncnn_feed  # noqa: E402
+from converter.verification import make_inputs, ncnn_feed  # noqa: E402
 
 BUNDLED = ["models/vit_tiny.onnx", "models/bert_tiny.onnx", "models/transformer_small.onnx"]
 REAL = {"yolov8n_320": {"images": [1, 3, 320, 320]}, "ppocrv4_det": {"x": [1, 3, 640, 640]}}
-ZOO = Path("/work/zoo_out")
+ZOO = ROOT / "models" / "zoo"
 FP32_OFF = ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage")
 BUDGET_S = 2.0      # timed runs per model and mode: about this long in all, at least 5 per file
 SUMMARY: list[str] = []
