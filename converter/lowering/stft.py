@@ -3,8 +3,10 @@
 ncnn's Spectrogram builds its window itself (spectrogram.cpp): ones, a periodic Hann or a
 Hamming of `winlen` taps, zero-padded to n_fft with the odd zero last. ONNX gives the window
 as a tensor, so the lowering looks for the ncnn window that equals it (within 1e-6; exporters
-compute the same formula in float32) and refuses other windows (Kaldi's Povey window). ncnn
-writes [freqs, frames, 2]; ONNX wants [batch, frames, freqs, 2]: a Permute swaps the outer two.
+compute the same formula in float32); any other window (Kaldi's Povey window, a Hann rounded to
+float16) makes the transform a Convolution1D whose kernels are the windowed DFT basis
+(lowering/dft_convolution.py). ncnn writes [freqs, frames, 2]; ONNX wants [batch, frames, freqs, 2]:
+a Permute swaps the outer two.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 from ..ir import Graph, Node
 from . import lowers
 from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer
+from .dft_convolution import dft_convolution
 from .transpose import ORDER_TYPE
 
 WINDOW_TOLERANCE = 1e-6
@@ -61,13 +64,11 @@ def stft(graph: Graph, node: Node) -> list[Node]:
         window_type, winlen = 0, n_fft
     else:
         window = window.astype(np.float32).reshape(-1)
-        found = match_window(window) if window.size == n_fft else None
-        if found is None:
-            nearest = min(float(np.max(np.abs(ncnn_window(1, n_fft, n_fft) - window))), 1.0) \
-                if window.size == n_fft else None
-            raise fail(node, graph, f"its window (length {window.size}) is none of ncnn's ones/Hann/Hamming "
-                                    f"windows of {n_fft} taps" + (f" (off a Hann window by up to {nearest:.2g})"
-                                                                  if nearest is not None else ""))
+        if window.size != n_fft:
+            raise fail(node, graph, f"its window has {window.size} taps for frames of {n_fft}")
+        found = match_window(window)
+        if found is None:          # Kaldi's Povey window, a float16-rounded Hann, ...: any window
+            return dft_convolution(graph, node, window, hop)
         window_type, winlen = found
     flat = new_tensor(graph, f"{signal.name}_1d", (1, signal.shape[1]), 0)
     _, frames, freqs, _ = out.shape if out.shape is not None and len(out.shape) == 4 else (1, None, None, 2)

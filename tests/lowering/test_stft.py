@@ -6,7 +6,7 @@ from onnx import helper
 from converter import convert
 from converter.ir import ConversionError
 from converter.lowering.stft import ncnn_window
-from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model
+from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, check_interpreter_matches_ncnn, make_model
 
 I64 = lambda v: np.array(v, np.int64)  # noqa: E731
 
@@ -60,8 +60,24 @@ def test_one_file_for_every_signal_length(tmp_path):
     assert converted.io()["outputs"][0]["ncnn_shape"][1:] == [33, 2]
 
 
-def test_window_ncnn_cannot_build_is_refused():
-    """Kaldi's Povey window (Hann to the power 0.85) is none of ncnn's."""
-    povey = hann(64) ** 0.85
-    with pytest.raises(ConversionError, match="STFT node .*none of ncnn's ones/Hann/Hamming windows of 64 taps"):
-        convert(stft_model([1, 200], 16, povey.astype(np.float32)))
+ANY_WINDOW = {
+    "povey": ([1, 200], 16, (hann(64) ** 0.85).astype(np.float32), 1),     # Kaldi's: Hann to the power 0.85
+    "float16_hann": ([1, 190], 10, hann(40).astype(np.float16).astype(np.float32), 1),
+    "povey_two_sided": ([1, 150, 1], 12, (hann(32) ** 0.85).astype(np.float32), 0),
+}
+
+
+@pytest.mark.parametrize("case", ANY_WINDOW)
+def test_window_ncnn_cannot_build_is_a_dft_convolution(tmp_path, case):
+    """Windows Spectrogram cannot build: a Convolution1D over the windowed DFT basis."""
+    shape, step, window, onesided = ANY_WINDOW[case]
+    model = stft_model(shape, step, window, None, onesided)
+    converted = check_in_ncnn(model, tmp_path, low=-1, high=1, rtol=1e-4, atol=1e-4)
+    types = [n.op for n in converted.graph.nodes.values()]
+    assert "Convolution1D" in types and "Spectrogram" not in types
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_dft_convolution_one_file_for_every_signal_length(tmp_path):
+    model = stft_model([1, "N"], 16, (hann(64) ** 0.85).astype(np.float32))
+    assert_one_file_many_sizes(model, tmp_path, [(200,), (333,)], dims=("N",), rtol=1e-4, atol=1e-4)
