@@ -9,6 +9,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
+from converter.layout import to_ncnn  # noqa: F401  (the tests feed real ncnn as users do)
 from converter.ncnn_runtime import run_ncnn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,16 +69,6 @@ def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.nda
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))
-
-
-def to_ncnn(array: np.ndarray, entry: dict) -> np.ndarray:
-    """What a caller feeds real ncnn: drop the batch axis, then the reported ncnn shape and dtype
-    (int32 word indices for an Embed, float32 numbers otherwise, booleans and integers included)."""
-    array = np.asarray(array)
-    if entry["batch_axis"] is not None:
-        array = np.squeeze(array, entry["batch_axis"])
-    array = array.astype(entry.get("dtype", "float32"))
-    return array.reshape(entry["ncnn_shape"]) if None not in entry["ncnn_shape"] else array
 
 
 def node_case_inputs(case, is_fixed) -> tuple[dict, dict]:
