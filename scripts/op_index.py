@@ -90,7 +90,7 @@ def _callees(obj, tree: ast.AST) -> list:
         elif (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
               and node.value.id == "LOWERINGS" and isinstance(node.slice, ast.Constant)
               and node.slice.value in LOWERINGS):
-            found.append(LOWERINGS[node.slice.value])
+            found.append(inspect.unwrap(LOWERINGS[node.slice.value]))
     return found
 
 
@@ -190,7 +190,7 @@ def lowering_table() -> list[dict]:
     mentions = literals_by_test_file()
     rows = []
     for op in sorted(LOWERINGS):
-        fn = LOWERINGS[op]
+        fn = inspect.unwrap(LOWERINGS[op])
         types = emitted_types(fn)
         rows.append({"op": op, "lowering": where(fn), "layers": types,
                      "kernels": sorted({k for k in map(kernel_file, types) if k}),

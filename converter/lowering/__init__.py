@@ -9,6 +9,7 @@ as constant tensors; a later pass gives them MemoryData layers.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from typing import Callable
@@ -22,6 +23,7 @@ LOWERINGS: dict[str, Lowering] = {}
 
 def lowers(*ops: str):
     def register(fn: Lowering) -> Lowering:
+        @functools.wraps(fn)       # tools (scripts/op_index.py) find the lowering itself
         def with_defaults(graph: Graph, node: Node) -> list[Node]:
             # nodes built by fusions, rewrites and other lowerings' steps (Einsum's) carry no defaults
             return fn(graph, fill_defaults(node, graph.opset))
