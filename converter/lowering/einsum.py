@@ -17,40 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch_axis import RULES, same_axis
 from ..einsum_equation import parse_equation
-from ..ir import Graph, Node, Tensor
-from . import LOWERINGS, lowers
+from ..ir import Graph, Node
+from . import lowers
 from .common import fail, layer
-
-class _Chain:
-    """Synthetic ONNX nodes lowered one by one; the last writes the Einsum's output."""
-
-    def __init__(self, graph: Graph, node: Node):
-        self.graph, self.node, self.layers = graph, node, []
-        self.steps: list[tuple] = []
-
-    def add(self, op: str, inputs: list[str], shape: tuple, attrs: dict | None = None,
-            const: np.ndarray | None = None) -> str:
-        name = self.graph.fresh_name(f"{self.node.outputs[0]}_{op.lower()}")
-        self.steps.append((op, list(inputs), name, shape, attrs or {}, const))
-        return name
-
-    def lower(self) -> list[Node]:
-        final = self.node.outputs[0]
-        layers = []
-        for k, (op, inputs, name, shape, attrs, const) in enumerate(self.steps):
-            last = k == len(self.steps) - 1
-            out = final if last else name
-            if const is not None:
-                inputs = inputs + [self.graph.add_constant(f"{name}_arg", const).name]
-            step = Node(f"{self.node.name}_{op.lower()}{k}", op, inputs, [out], attrs, origin=self.node.name)
-            if not last:
-                t = self.graph.add_tensor(Tensor(out, shape, self.graph.tensors[inputs[0]].dtype))
-                t.batch_axis = RULES.get(op, same_axis)(self.graph, step, t)
-            layers += LOWERINGS[op](self.graph, step)
-        return layers
-
+from .onnx_steps import OnnxSteps as _Chain
 
 def _sum_out(chain: _Chain, name: str, letters: str, keep: set[str]) -> tuple[str, str]:
     """Sum the letters of `name` not in `keep`."""
@@ -63,10 +34,7 @@ def _sum_out(chain: _Chain, name: str, letters: str, keep: set[str]) -> tuple[st
 
 
 def _shape(chain: _Chain, name: str) -> tuple:
-    for _, _, step_name, shape, _, _ in chain.steps:
-        if step_name == name:
-            return shape
-    return chain.graph.tensors[name].shape
+    return chain.shape(name)
 
 
 def _transpose(chain: _Chain, name: str, letters: str, order: str) -> str:
