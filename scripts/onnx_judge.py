@@ -15,7 +15,15 @@ import onnx
 from converter import convert
 from converter.ir import ConversionError
 from converter.ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
-from tests.onnx_cases import onnxruntime_outputs, to_ncnn
+from converter.layout import to_ncnn
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    """The reference: every graph output as onnxruntime computes it."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
 
 
 @dataclass

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
 from converter.layout import to_ncnn  # noqa: F401  (the tests feed real ncnn as users do)
+from scripts.onnx_judge import onnxruntime_outputs  # noqa: F401  (the reference, one definition)
 from converter.ncnn_runtime import run_ncnn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,12 +63,6 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0, low: float = -2.0, high
         else:
             feeds[vi.name] = rng.uniform(low, high, shape).astype(dtype)
     return feeds
-
-
-def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
 
 
 def node_case_inputs(case, is_fixed) -> tuple[dict, dict]:
