@@ -1,6 +1,7 @@
 """Speed of our ncnn files against pnnx's for the same ONNX models, both run in the real ncnn runtime.
 
-Usage: python scripts/bench_vs_pnnx.py [--repeat N] [--threads 1,2] [--defaults] [--keep DIR] [MODEL ...]
+Usage: python scripts/bench_vs_pnnx.py [--repeat N] [--threads 1,2] [--defaults] [--keep DIR] [--profile]
+       [MODEL ...]
 (default: the bundled transformer models, YOLOv8n and PP-OCRv4 det from the model cache, and every
 models/zoo/*.onnx; a MODEL is a path or a name from scripts/fetch_models.py)
 
@@ -9,7 +10,8 @@ same input shapes), then both files run on the same inputs in alternating rounds
 off; `--defaults` adds a row with ncnn's default options) at each thread count. Prints the median
 time ratio ours/pnnx, the largest output difference between the two files, and both files'
 layer-type counts. `--keep DIR` keeps both files of each model as DIR/<stem>.ours.param/.bin and
-DIR/<stem>.pnnx.param/.bin, to compare their layers. The machine is shared and noisy: read the ratios, never assert them.
+DIR/<stem>.pnnx.param/.bin, to compare their layers; `--profile` prints each file's time per layer
+type (scripts/layer_profile.py; pnnx's for one item). The machine is shared and noisy: read the ratios, never assert them.
 """
 from __future__ import annotations
 
@@ -145,8 +147,16 @@ def keep_files(model: Path, files: dict[str, tuple[Path, Path]], keep: Path) -> 
         shutil.copy(bin_, keep / f"{model.stem}.{who}.bin")
 
 
+def print_profiles(files: dict[str, tuple[Path, Path]], feeds: dict[str, list[np.ndarray]]) -> None:
+    """Each file's time per layer type (1 thread, fp32), the costliest first."""
+    from scripts.layer_profile import describe, profile_array_feeds
+    for who, (param, bin_) in files.items():
+        times = profile_array_feeds(param, bin_, feeds[who])
+        print(f"  {who} per layer type (ms, count): {describe(times) if times else 'does not load'}")
+
+
 def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defaults: bool,
-          keep: Path | None = None) -> None:
+          keep: Path | None = None, profile: bool = False) -> None:
     proto = prepare_model(model, given)
     ours = convert(proto)
     graph = ours.graph
@@ -168,6 +178,9 @@ def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defa
             SUMMARY.append(f"{model.stem:<24} {theirs}")
             return
         print(f"  pnnx: {short_counts(layer_counts(theirs[0]))}")
+        if profile:
+            print_profiles({"ours": (param, bin_), "pnnx": theirs},
+                           {"ours": ncnn_feeds, "pnnx": pnnx_feed_sets(feeds, ncnn_feeds, graph)[0]})
         modes = [("fp32", True)] + ([("default", False)] if defaults else [])
         ratios = []
         for mode, fp32 in modes:
@@ -210,6 +223,7 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--defaults", action="store_true", help="also time ncnn's default options")
     parser.add_argument("--keep", type=Path, help="keep both files of each model in this folder")
+    parser.add_argument("--profile", action="store_true", help="also print each file's time per layer type")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from scripts.fetch_models import MODELS, fetch
@@ -217,7 +231,7 @@ def main() -> None:
     threads = [int(t) for t in args.threads.split(",")]
     if not args.child:
         argv = [f"--repeat={args.repeat}", f"--threads={args.threads}", *(["--defaults"] if args.defaults else []),
-                *([f"--keep={args.keep}"] if args.keep else [])]
+                *([f"--keep={args.keep}"] if args.keep else []), *(["--profile"] if args.profile else [])]
         summary = [bench_in_child(name, argv) for name in names]
         print("\nsummary (median time ratio, below 1: our file is faster)")
         print("\n".join(summary))
@@ -225,7 +239,7 @@ def main() -> None:
     for name in names:
         path = fetch(name) if name in MODELS else Path(name)
         try:
-            bench(path, REAL.get(name), args.repeat, threads, args.defaults, args.keep)
+            bench(path, REAL.get(name), args.repeat, threads, args.defaults, args.keep, args.profile)
         except Exception as exc:      # one broken model must not hide the others' numbers
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
             print(f"\n{Path(name).stem}: {why}")
