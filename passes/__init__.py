@@ -14,6 +14,7 @@ from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
+from .fold_reshape_chains import fold_reshape_chains
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -103,6 +104,9 @@ PIPELINE: list[Pass] = [
     convert_innerproduct_gemm,
     materialize_constants,
     eliminate_dead,
+    # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are
+    # gone so a Reshape read by one live layer is seen as such
+    fold_reshape_chains,
     # on the layers ncnn will run, before any file could be written
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
