@@ -8,6 +8,7 @@ from converter.ir import Graph
 
 from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
+from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
 from .expand_qlinear import expand_qlinear
@@ -107,6 +108,8 @@ PIPELINE: list[Pass] = [
     # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are
     # gone so a Reshape read by one live layer is seen as such
     fold_reshape_chains,
+    # after the fold, which may leave a chain's last Reshape as the one to one axis
+    convert_flat_reshape,
     # on the layers ncnn will run, before any file could be written
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
