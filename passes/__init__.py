@@ -16,6 +16,7 @@ from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
 from .fold_reshape_chains import fold_reshape_chains
+from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -71,6 +72,9 @@ PIPELINE: list[Pass] = [
     fuse_rmsnorm,
     fuse_gelu,
     fuse_gelu_tanh,
+    # after the GELU/Swish fusions (their x * ... products must not be taken for a scale) and before
+    # fuse_attention, which then fuses the scaled output projection
+    fold_scale_into_matmul,
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
