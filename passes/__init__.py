@@ -8,12 +8,15 @@ from converter.ir import Graph
 
 from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
+from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
 from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
+from .fold_reshape_chains import fold_reshape_chains
+from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -69,6 +72,9 @@ PIPELINE: list[Pass] = [
     fuse_rmsnorm,
     fuse_gelu,
     fuse_gelu_tanh,
+    # after the GELU/Swish fusions (their x * ... products must not be taken for a scale) and before
+    # fuse_attention, which then fuses the scaled output projection
+    fold_scale_into_matmul,
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
@@ -103,6 +109,11 @@ PIPELINE: list[Pass] = [
     convert_innerproduct_gemm,
     materialize_constants,
     eliminate_dead,
+    # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are
+    # gone so a Reshape read by one live layer is seen as such
+    fold_reshape_chains,
+    # after the fold, which may leave a chain's last Reshape as the one to one axis
+    convert_flat_reshape,
     # on the layers ncnn will run, before any file could be written
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
