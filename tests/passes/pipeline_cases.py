@@ -83,6 +83,14 @@ def merge_broadcast_axes() -> onnx.ModelProto:
     return make_model(nodes, [("x", [1, 2, 3, 4, 5, 6])], [("y", None)], [("c", _rand(6))])
 
 
+def fold_scale_into_matmul() -> onnx.ModelProto:
+    """timm's LayerScale: (x W + b) * gamma, then a residual Add."""
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["p"]), helper.make_node("Add", ["p", "b"], ["a"]),
+             helper.make_node("Mul", ["a", "gamma"], ["s"]), helper.make_node("Add", ["x", "s"], ["y"])]
+    return make_model(nodes, [("x", [1, 5, 4])], [("y", None)],
+                      [("W", _rand(4, 4)), ("b", _rand(4)), ("gamma", _rand(4))])
+
+
 def expand_qlinear() -> onnx.ModelProto:
     """QLinearConv/QLinearMatMul become DequantizeLinear -> float op -> QuantizeLinear, which
     plan_int8 and apply_int8 then make ncnn int8 layers."""
@@ -90,4 +98,4 @@ def expand_qlinear() -> onnx.ModelProto:
 
 
 CASES = {f.__name__: f for f in (expand_qlinear, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
-                                 rewrite_softmax_nan_guard, merge_broadcast_axes)}
+                                 rewrite_softmax_nan_guard, merge_broadcast_axes, fold_scale_into_matmul)}
