@@ -34,6 +34,7 @@ from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
+from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
@@ -107,6 +108,8 @@ PIPELINE: list[Pass] = [
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
     fuse_activation,
+    # after fuse_activation: a quantizer's clip joins the activation a Conv already carries
+    narrow_quantize_clips,
     # last: it counts the final readers of each blob
     insert_split,
 ]
