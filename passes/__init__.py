@@ -10,6 +10,7 @@ from .apply_int8 import apply_int8
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
+from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -26,6 +27,7 @@ from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_rmsnorm import fuse_rmsnorm
 from .fuse_swish import fuse_swish
+from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import insert_split
@@ -47,6 +49,10 @@ PIPELINE: list[Pass] = [
     expand_qlinear,
     # before folding, which turns DequantizeLinear's int8 weights into float ones
     plan_int8,
+    # after plan_int8 (the int8 layers it planned keep reading their pair), before folding; a Relu
+    # moved before its pair makes the pair after it repeat that one, for eliminate_identity_qdq
+    hoist_relu_over_qdq,
+    eliminate_identity_qdq,
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,

@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnx_cases import make_model
-from quantized_cases import qdq_chain_model, qlinear_model
+from quantized_cases import qdq_chain_model, qdq_moves_model, qlinear_model
 
 RNG = np.random.default_rng(5)
 
@@ -94,5 +94,10 @@ def narrow_quantize_clips() -> onnx.ModelProto:
     return qdq_chain_model()
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
+def eliminate_identity_qdq() -> onnx.ModelProto:
+    """Q/DQ pairs after Relu, MaxPool and Reshape with their input's scale give their input back."""
+    return qdq_moves_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
                                  rewrite_softmax_nan_guard, merge_broadcast_axes)}

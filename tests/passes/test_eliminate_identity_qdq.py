@@ -1,0 +1,68 @@
+"""A Q/DQ pair after Relu / MaxPool / Reshape with its input's scale gives back its input: its float
+readers skip it, the int8 Conv planned on it still absorbs it, and the real ncnn computes the same
+bits as without the pass."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converter.api import NcnnModel
+from converter.ncnn_runtime import run_ncnn
+from converter.onnx_loader import load_onnx
+from passes import run_pipeline
+from passes.eliminate_identity_qdq import eliminate_identity_qdq
+from passes.hoist_relu_over_qdq import hoist_relu_over_qdq
+from quantized_cases import qdq_moves_model
+
+X = np.concatenate([np.random.default_rng(7).normal(0, 2, (1, 2, 6, 6)),
+                    np.random.default_rng(8).integers(-160, 160, (1, 2, 6, 6)) * 0.05], axis=1).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """[(model, real-ncnn outputs by ONNX name)]: all passes, without eliminate_identity_qdq,
+    without hoist_relu_over_qdq (which lets the Relu's pair repeat the Conv's), without both."""
+    tmp = tmp_path_factory.mktemp("identity_qdq")
+    found = []
+    for skip in (set(), {eliminate_identity_qdq}, {hoist_relu_over_qdq}, {hoist_relu_over_qdq, eliminate_identity_qdq}):
+        graph = load_onnx(qdq_moves_model())
+        model = NcnnModel(graph, run_pipeline(graph, skip=skip))
+        param, bin_ = tmp / f"m{len(found)}.param", tmp / f"m{len(found)}.bin"
+        model.save(param, bin_)
+        outs = {e["ncnn"]: e["onnx"] for e in model.io()["outputs"]}
+        real = run_ncnn(param, bin_, {"x": X[0]}, list(outs))
+        found.append((model, {outs[k]: v for k, v in real.items()}))
+    return found
+
+
+def test_pairs_skipped_and_the_same_bits(converted):
+    (model, got), (plain, want) = converted[2:]
+    assert model.stats["identity_qdq_bypassed"] == 3
+    assert model.stats["int8_layers"] == plain.stats["int8_layers"] == 2
+    assert len(model.graph.nodes) == len(plain.graph.nodes) - 3 * 4      # mul, round, clip, mul each
+    for name in ("y", "y2"):
+        assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_interpreter_the_same_bits(converted):
+    """(its Sigmoid is not ncnn's polynomial exp, so it is compared with itself without the pass)"""
+    (model, _), (plain, _) = converted[2:]
+    ours, before = model.run({"x": X}), plain.run({"x": X})
+    for name in ("y", "y2"):
+        assert ours[name].tobytes() == before[name].tobytes(), name
+
+
+def test_relu_hoisted_into_the_conv_and_its_pair_absorbed(converted):
+    """The Relu runs fused in the int8 Conv, its pair (the Conv's scale) repeats the Conv's: MaxPool
+    reads the Conv's pair, the second int8 Conv quantizes the Conv's output itself."""
+    (model, got), _, (no_hoist, want) = converted[:3]
+    assert model.stats["relus_hoisted"] == 1
+    assert not any(n.op == "ReLU" for n in model.graph)
+    conv = next(n for n in model.graph if n.op == "Convolution" and n.outputs[0] != "y2")
+    assert conv.params[9] == 1           # read by the pair and the second Conv: the clip cannot join it
+    assert sum(n.op == "ReLU" for n in no_hoist.graph) == 1
+    second = next(n for n in model.graph if n.op == "Convolution" and n.outputs[0] == "y2")
+    assert model.graph.producer(second.inputs[0]) is conv or model.graph.producer(second.inputs[0]).op == "Split"
+    # exact except where the Conv's output, scaled, is a tie (k + 0.5): none in these inputs
+    for name in ("y", "y2"):
+        assert got[name].tobytes() == want[name].tobytes(), name
