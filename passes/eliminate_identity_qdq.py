@@ -1,7 +1,8 @@
 """Skip a QuantizeLinear/DequantizeLinear pair that gives back exactly the values it gets.
 
 quantize_static puts a Q/DQ pair on the output of every op, also on ops that only move or pick
-values (Reshape, Concat, MaxPool, Relu, nearest Resize...) and then uses their input's scale.
+values (Reshape, Concat, MaxPool, Relu, nearest Resize, a Clip to bounds on the lattice...) and
+then uses their input's scale.
 A tensor whose values are all DequantizeLinear(q) = (q - z) * s, or such values moved, picked or
 set to 0 by those ops, is on the lattice (s, z); quantizing it with the same (s, z) and type
 gives q back (x / s is within a few ulps of a whole number), so the pair returns its input bit
@@ -20,6 +21,7 @@ from .plan_int8 import Int8Plan
 # ops whose outputs hold only values of their data inputs (or 0, which every lattice holds)
 MOVING = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Slice", "Split",
           "MaxPool", "Relu", "Concat", "Resize"}
+RANGES = {"|i1": (-128, 127), "|u1": (0, 255), "<i2": (-32768, 32767), "<u2": (0, 65535)}
 
 
 def _lattice_of_dq(graph: Graph, node: Node) -> tuple | None:
@@ -39,7 +41,34 @@ def _data_inputs(node: Node) -> list[str]:
     return [i for i in node.inputs if i] if node.op == "Concat" else node.inputs[:1]
 
 
-def _moves_values(node: Node) -> bool:
+def _on_lattice(bound, kind: tuple, upper: bool) -> bool:
+    """A clip bound that leaves the lattice's values on it: a lattice value, or beyond its range."""
+    if bound is None:
+        return True
+    scale, zero, dtype = kind
+    if dtype not in RANGES:
+        return False
+    b, s, (qmin, qmax) = np.float32(np.asarray(bound).ravel()[0]), np.float32(scale), RANGES[dtype]
+    beyond = b >= np.float32(qmax - zero) * s if upper else b <= np.float32(qmin - zero) * s
+    k = int(np.clip(np.round(np.float64(b) / np.float64(s)), qmin - zero, qmax - zero))
+    return bool(beyond or np.float32(k) * s == b)
+
+
+def _clip_bounds(graph: Graph, node: Node) -> tuple | None:
+    """(min, max) of a Clip, None for an absent one; None in all when a bound is computed at run time."""
+    if len(node.inputs) == 1 and ("min" in node.attrs or "max" in node.attrs):      # opset < 11
+        return node.attrs.get("min"), node.attrs.get("max")
+    names = (node.inputs + ["", ""])[1:3]
+    values = [graph.value(n) if n else None for n in names]
+    if any(n and v is None for n, v in zip(names, values)):
+        return None
+    return tuple(values)
+
+
+def _moves_values(graph: Graph, node: Node, kind: tuple | None) -> bool:
+    if node.op == "Clip":
+        bounds = _clip_bounds(graph, node) if kind is not None else None
+        return bounds is not None and _on_lattice(bounds[0], kind, False) and _on_lattice(bounds[1], kind, True)
     if node.op == "Resize":
         return node.attrs.get("mode", "nearest") in ("nearest", b"nearest")
     if node.op == "MaxPool":
@@ -61,10 +90,10 @@ def eliminate_identity_qdq(graph: Graph) -> dict:
             if source is not None and source.op == "QuantizeLinear" and on is not None \
                     and lattice.get(source.inputs[0]) == on == _lattice_of_dq(graph, source):
                 bypassed += _bypass(graph, node, source.inputs[0], _before_pair(graph, source.inputs[0], on))
-        elif _moves_values(node):
+        else:
             kinds = {lattice.get(i) for i in _data_inputs(node)}
-            if len(kinds) == 1 and None not in kinds:
-                kind = kinds.pop()
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if kind is not None and _moves_values(graph, node, kind):
                 lattice.update((o, kind) for o in node.outputs if o)
     if bypassed:
         graph.remove_unused_tensors()

@@ -60,14 +60,15 @@ def qdq_chain_model() -> onnx.ModelProto:
 
 def qdq_moves_model() -> onnx.ModelProto:
     """quantize_static's pairs after ops that only move values, each with its input's scale:
-    x -> Conv (int8) -> Relu -> MaxPool -> Reshape -> Sigmoid -> y, and the Relu's pair also read
-    by a second int8 Conv -> y2."""
+    x -> Conv (int8) -> Relu -> MaxPool -> Reshape -> Clip(-1, 6.0000002 = 60 steps) -> Sigmoid -> y,
+    and the Relu's pair also read by a second int8 Conv -> y2."""
     rng = np.random.default_rng(6)
     inits = [numpy_helper.from_array(np.asarray(v, d), n) for n, v, d in [
         ("z", 0, np.int8), ("xs", 0.05, np.float32), ("w", rng.integers(-127, 128, (8, 4, 3, 3)), np.int8),
         ("w2", rng.integers(-127, 128, (3, 8, 1, 1)), np.int8), ("ws", rng.uniform(0.005, 0.02, 8), np.float32),
         ("w2s", rng.uniform(0.005, 0.02, 3), np.float32), ("wz", np.zeros(8), np.int8), ("w2z", np.zeros(3), np.int8),
-        ("as", 0.1, np.float32), ("ss", 1 / 127, np.float32), ("shape", [1, 8, 9], np.int64)]]
+        ("as", 0.1, np.float32), ("ss", 1 / 127, np.float32), ("shape", [1, 8, 9], np.int64),
+        ("lo", -1, np.float32), ("hi", np.float32(60) * np.float32(0.1), np.float32)]]
 
     def pair(x, scale):
         return [helper.make_node("QuantizeLinear", [x, scale, "z"], [f"{x}_q"]),
@@ -78,7 +79,8 @@ def qdq_moves_model() -> onnx.ModelProto:
              helper.make_node("Relu", ["a_d"], ["r"]), *pair("r", "as"),
              helper.make_node("MaxPool", ["r_d"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), *pair("p", "as"),
              helper.make_node("Reshape", ["p_d", "shape"], ["f"]), *pair("f", "as"),
-             helper.make_node("Sigmoid", ["f_d"], ["s"]), *pair("s", "ss"),
+             helper.make_node("Clip", ["f_d", "lo", "hi"], ["c"]), *pair("c", "as"),
+             helper.make_node("Sigmoid", ["c_d"], ["s"]), *pair("s", "ss"),
              helper.make_node("Identity", ["s_d"], ["y"]), helper.make_node("Conv", ["r_d", "w2d"], ["y2"])]
     graph = helper.make_graph(nodes, "qdq_moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 9]),
