@@ -69,8 +69,9 @@ def _moves_values(graph: Graph, node: Node, kind: tuple | None) -> bool:
     if node.op == "Clip":
         bounds = _clip_bounds(graph, node) if kind is not None else None
         return bounds is not None and _on_lattice(bounds[0], kind, False) and _on_lattice(bounds[1], kind, True)
-    if node.op == "Resize":
-        return node.attrs.get("mode", "nearest") in ("nearest", b"nearest")
+    if node.op == "Resize":        # tf_crop_and_resize writes extrapolation_value outside the input
+        return node.attrs.get("mode", "nearest") == "nearest" and \
+            node.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize"
     if node.op == "MaxPool":
         return len(node.outputs) == 1 or not node.outputs[1]
     return node.op in MOVING

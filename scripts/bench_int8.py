@@ -5,8 +5,9 @@
 Converts the float model and its quantize_static QDQ version (scripts/quantize_models.py), runs
 both in ncnn with fp16/bf16 off (so fp32 really is fp32) and int8 inference on, alternating one
 run of each so load on a shared machine hits both alike, and prints per model the layer counts,
-the best and the median time of each and the speed-up (fp32 / int8) of both. Runs happen in this
-process: run it on its own.
+the best and the median time of each and the speed-up (fp32 / int8) of both. Times are the CPU
+time of the running thread (ncnn on 1 thread runs in it): on a loaded machine wall time also
+counts the time other processes held the core. Runs happen in this process: run it on its own.
 """
 from __future__ import annotations
 
@@ -44,13 +45,13 @@ class Loaded:
         self.times: list[float] = []
 
     def run(self) -> None:
-        start = time.perf_counter()
+        start = time.thread_time()
         ex = self.net.create_extractor()
         for e in self.io["inputs"]:
             ex.input(e["ncnn"], self.ncnn.Mat(np.ascontiguousarray(self.feeds[e["onnx"]][0])).clone())
         for e in self.io["outputs"]:
             ex.extract(e["ncnn"])
-        self.times.append(1000 * (time.perf_counter() - start))
+        self.times.append(1000 * (time.thread_time() - start))
 
 
 def compare(float_name: str, int8_name: str, runs: int, threads: int) -> str:
@@ -65,13 +66,13 @@ def compare(float_name: str, int8_name: str, runs: int, threads: int) -> str:
     median = [float(np.median(m.times[1:])) for m in (fp32, int8)]
     return (f"{float_name}: layers fp32 {fp32.layers} int8 {int8.layers}; best fp32 {best[0]:.1f} ms int8 "
             f"{best[1]:.1f} ms ({best[0] / best[1]:.2f}x); median fp32 {median[0]:.1f} ms int8 {median[1]:.1f} ms "
-            f"({median[0] / median[1]:.2f}x) ({threads} thread(s), {runs} alternating runs)")
+            f"({median[0] / median[1]:.2f}x) (thread CPU time, {threads} thread(s), {runs} alternating runs)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="more than 1: thread CPU time misses the workers")
     parser.add_argument("--models", nargs="*", default=list(PAIRS), choices=list(PAIRS))
     args = parser.parse_args()
     for name in args.models:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from converter.api import NcnnModel
 from converter.ncnn_runtime import run_ncnn
@@ -12,6 +13,7 @@ from converter.onnx_loader import load_onnx
 from passes import run_pipeline
 from passes.eliminate_identity_qdq import eliminate_identity_qdq
 from passes.hoist_relu_over_qdq import hoist_relu_over_qdq
+from passes.plan_int8 import plan_int8
 from quantized_cases import qdq_moves_model
 
 X = np.concatenate([np.random.default_rng(7).normal(0, 2, (1, 2, 6, 6)),
@@ -67,3 +69,33 @@ def test_relu_hoisted_into_the_conv_and_its_pair_absorbed(converted):
     # exact except where the Conv's output, scaled, is a tie (k + 0.5): none in these inputs
     for name in ("y", "y2"):
         assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def _pair_after(op: str, inputs: list[str], inits: dict, **attrs):
+    """x -> Q/DQ (scale 0.1) -> op -> Q/DQ (scale 0.1) -> y: the ONNX graph after plan_int8."""
+    consts = {"s": np.float32(0.1), "z": np.int8(0), **inits}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node(op, ["xd", *inputs], ["t"], **attrs),
+             helper.make_node("QuantizeLinear", ["t", "s", "z"], ["tq"]),
+             helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["td"]),
+             helper.make_node("Identity", ["td"], ["y"])]
+    graph = helper.make_graph(nodes, "pair", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    return load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+@pytest.mark.parametrize("op, inputs, inits, attrs, identity", [
+    ("Clip", ["lo", "hi"], {"lo": np.float32(0), "hi": np.float32(30) * np.float32(0.1)}, {}, True),
+    ("Clip", ["lo", "hi"], {"lo": np.float32(-100), "hi": np.float32(100)}, {}, True),      # beyond the range
+    ("Clip", ["lo", "hi"], {"lo": np.float32(0), "hi": np.float32(2.95)}, {}, False),      # between two steps
+    ("Resize", ["", "scales"], {"scales": np.float32([1, 1, 2, 2])}, {"mode": "nearest"}, True),
+    ("Resize", ["", "scales"], {"scales": np.float32([1, 1, 2, 2])}, {"mode": "linear"}, False),
+    ("Sigmoid", [], {}, {}, False),
+])
+def test_which_ops_keep_the_lattice(op, inputs, inits, attrs, identity):
+    graph = _pair_after(op, inputs, inits, **attrs)
+    plan_int8(graph)
+    assert eliminate_identity_qdq(graph)["identity_qdq_bypassed"] == int(identity)
+    assert next(n for n in graph if n.op == "Identity").inputs == ["t" if identity else "td"]
