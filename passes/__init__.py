@@ -11,6 +11,7 @@ from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
+from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -29,6 +30,7 @@ from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_rmsnorm import fuse_rmsnorm
 from .fuse_swish import fuse_swish
+from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import insert_split
@@ -37,6 +39,7 @@ from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
+from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
@@ -49,6 +52,10 @@ PIPELINE: list[Pass] = [
     expand_qlinear,
     # before folding, which turns DequantizeLinear's int8 weights into float ones
     plan_int8,
+    # after plan_int8 (the int8 layers it planned keep reading their pair), before folding; a Relu
+    # moved before its pair makes the pair after it repeat that one, for eliminate_identity_qdq
+    hoist_relu_over_qdq,
+    eliminate_identity_qdq,
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,
@@ -118,6 +125,8 @@ PIPELINE: list[Pass] = [
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
     fuse_activation,
+    # after fuse_activation: a quantizer's clip joins the activation a Conv already carries
+    narrow_quantize_clips,
     # last: it counts the final readers of each blob
     insert_split,
 ]

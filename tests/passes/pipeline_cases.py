@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnx_cases import make_model
-from quantized_cases import qlinear_model
+from quantized_cases import qdq_chain_model, qdq_moves_model, qlinear_model
 
 RNG = np.random.default_rng(5)
 
@@ -97,5 +97,15 @@ def expand_qlinear() -> onnx.ModelProto:
     return qlinear_model()
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
+def narrow_quantize_clips() -> onnx.ModelProto:
+    """quantize_static's Q/DQ pairs around a Conv, a SiLU and a Clip: their clips join the producers."""
+    return qdq_chain_model()
+
+
+def eliminate_identity_qdq() -> onnx.ModelProto:
+    """Q/DQ pairs after Relu, MaxPool and Reshape with their input's scale give their input back."""
+    return qdq_moves_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
                                  rewrite_softmax_nan_guard, merge_broadcast_axes, fold_scale_into_matmul)}
