@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnx_cases import make_model
-from quantized_cases import qlinear_model
+from quantized_cases import qlinear_model, quantized_layout_model
 
 RNG = np.random.default_rng(5)
 
@@ -89,5 +89,15 @@ def expand_qlinear() -> onnx.ModelProto:
     return qlinear_model()
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
+def sink_quantize() -> onnx.ModelProto:
+    """Q -> Reshape -> Transpose -> DQ -> MatMul: the Q moves below both (and below a Split)."""
+    return quantized_layout_model()
+
+
+def carry_quantized_as_float() -> onnx.ModelProto:
+    """Q -> MaxPool -> MaxPool -> DQ: the int8 tensors between become float32 whole numbers."""
+    return quantized_layout_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, sink_quantize, carry_quantized_as_float, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
                                  rewrite_softmax_nan_guard, merge_broadcast_axes)}
