@@ -11,6 +11,7 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
+from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -46,6 +47,8 @@ Pass = Callable[[Graph], dict]
 PIPELINE: list[Pass] = [
     # QLinearConv/QLinearMatMul become DQ -> float op -> Q, which plan_int8 then reads
     expand_qlinear,
+    # before folding: a constant weight minus its zero point folds to float weights
+    expand_dynamic_quantization,
     # a QuantizeLinear before a Reshape/Transpose moves below it, so the pair meets the MatMul plan_int8 reads
     sink_quantize,
     # before folding, which turns DequantizeLinear's int8 weights into float ones

@@ -5,7 +5,7 @@
 QDQ format, int8 weights per output channel, symmetric int8 activations (zero point 0), the
 form ncnn's int8 layers take; `*_qop_*` the same quantization in QOperator format (QLinearConv,
 com.microsoft QLinearAdd, QGemm, ...; `uint8`: quantize_static's default uint8 activations with
-zero points); `*_dynamic` quantize_dynamic's DynamicQuantizeLinear + MatMulInteger (no calibration). Calibration runs a few realistic inputs (a synthetic text page
+zero points); `*_dynamic` quantize_dynamic's DynamicQuantizeLinear + MatMulInteger (no calibration, 7-bit weights). Calibration runs a few realistic inputs (a synthetic text page
 for the OCR models, smooth photo-like images for the detector and the ViT, short token runs for
 BERT), fixed by seed, so a rebuild gives the same file. Only onnxruntime is needed (no torch).
 The file is written whole or not at all, into <cache>/quantized/<name>.onnx.
@@ -129,7 +129,9 @@ def _quantize(spec: Quantized, source: Path, target: Path, feeds: list[dict]) ->
         quant_pre_process(str(_at_least_opset13(source, Path(tmp))), str(prepared), skip_symbolic_shape=True)
         symmetric = spec.activations == "int8"
         if spec.form == "dynamic":
-            quantize_dynamic(str(prepared), str(partial), weight_type=QuantType.QInt8)
+            # 7-bit weights (reduce_range): onnxruntime's x86 uint8 x int8 kernel without VNNI adds products
+            # in pairs into int16, and 8-bit weights saturate it (its run is then not the integer sum)
+            quantize_dynamic(str(prepared), str(partial), weight_type=QuantType.QInt8, reduce_range=True)
         else:
             quantize_static(str(prepared), str(partial), Reader(), per_channel=True, weight_type=QuantType.QInt8,
                             quant_format=QuantFormat.QOperator if spec.form == "qoperator" else QuantFormat.QDQ,

@@ -122,3 +122,31 @@ def quantized_layout_model() -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "layout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
                               outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def dynamic_model() -> onnx.ModelProto:
+    """quantize_dynamic's pattern: x -> DynamicQuantizeLinear -> MatMulInteger (7-bit int8 weight, zero
+    point per column) -> Cast -> Mul by x_scale * w_scale; and img -> DynamicQuantizeLinear ->
+    ConvInteger (uint8 weight with zero point 3, padded) -> Cast -> Mul."""
+    rng = np.random.default_rng(8)
+
+    def c(name, value, dtype=np.float32):
+        return numpy_helper.from_array(np.asarray(value, dtype), name)
+    inits = [c("w", rng.integers(-63, 64, (8, 5)), np.int8), c("wz", [0, 1, -2, 0, 3], np.int8),
+             c("ws", 0.01), c("k", rng.integers(0, 64, (4, 3, 3, 3)), np.uint8), c("kz", 3, np.uint8),
+             c("ks", 0.02)]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["mi"]),
+             helper.make_node("Cast", ["mi"], ["mf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s1"]),
+             helper.make_node("Mul", ["mf", "s1"], ["y1"]),
+             helper.make_node("DynamicQuantizeLinear", ["img"], ["iq", "is", "iz"]),
+             helper.make_node("ConvInteger", ["iq", "k", "iz", "kz"], ["ci"], pads=[1, 1, 1, 1]),
+             helper.make_node("Cast", ["ci"], ["cf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["is", "ks"], ["s2"]),
+             helper.make_node("Mul", ["cf", "s2"], ["y2"])]
+    graph = helper.make_graph(nodes, "dynamic", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8]),
+                                                 helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 3, 5, 5])],
+                              [helper.make_value_info(y, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+                               for y in ("y1", "y2")], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnx_cases import make_model
-from quantized_cases import qlinear_model, quantized_layout_model
+from quantized_cases import dynamic_model, qlinear_model, quantized_layout_model
 
 RNG = np.random.default_rng(5)
 
@@ -99,5 +99,11 @@ def carry_quantized_as_float() -> onnx.ModelProto:
     return quantized_layout_model()
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, sink_quantize, carry_quantized_as_float, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
+def expand_dynamic_quantization() -> onnx.ModelProto:
+    """DynamicQuantizeLinear -> MatMulInteger / ConvInteger become float ops."""
+    return dynamic_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, sink_quantize, carry_quantized_as_float, expand_dynamic_quantization,
+                                 inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
                                  rewrite_softmax_nan_guard, merge_broadcast_axes)}
