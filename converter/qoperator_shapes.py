@@ -17,11 +17,29 @@ from .ir import ConversionError
 from .qoperator_ops import MS_DOMAIN, MS_OPS, expansion
 
 
+# com.microsoft's dynamically quantized LSTM: passes/expand_dynamic_quantization.py makes it an LSTM
+DYNAMIC_MS_OPS = {"DynamicQuantizeLSTM"}
+
+
 def is_qoperator(node: onnx.NodeProto) -> bool:
-    return node.domain == MS_DOMAIN and node.op_type in MS_OPS
+    """A com.microsoft node the converter expands into ONNX ops."""
+    return node.domain == MS_DOMAIN and (node.op_type in MS_OPS or node.op_type in DYNAMIC_MS_OPS)
+
+
+def _lstm(node: onnx.NodeProto, stem: str) -> list[onnx.NodeProto]:
+    """For inference only: an LSTM reading the dequantized W and R (their axes in another order, which
+    inference does not read: hidden_size is an attribute)."""
+    inputs = list(node.input) + [""] * (12 - len(node.input))
+    weights = [f"{stem}/w", f"{stem}/r"]
+    nodes = [helper.make_node("DequantizeLinear", [inputs[k], inputs[s], inputs[z]], [w], axis=0)
+             for k, s, z, w in ((1, 8, 9, weights[0]), (2, 10, 11, weights[1]))]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return nodes + [helper.make_node("LSTM", [inputs[0], *weights, *inputs[3:8]], list(node.output), **attrs)]
 
 
 def _expanded(node: onnx.NodeProto, index: int) -> list[onnx.NodeProto]:
+    if node.op_type in DYNAMIC_MS_OPS:
+        return _lstm(node, f"{node.name or node.op_type}#{index}")
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     try:
         plan = expansion(node.op_type, list(node.input), attrs)

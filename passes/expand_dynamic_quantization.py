@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.ir import Graph, Node, Tensor
+from converter.ir import ConversionError, Graph, Node, Tensor
+from converter.onnx_defaults import fill_defaults
 
 APPROXIMATE = ("dynamic quantization emulated in float32: the run-time scale goes through ncnn's division, "
                "not correctly rounded on x86 (a value within an ulp of a .5 step can quantize one step off "
                "onnxruntime); integer sums are exact below 2**24")
+LSTM_APPROXIMATE = ("dynamically quantized LSTM run as a float LSTM with its weights dequantized: onnxruntime "
+                    "also quantizes the input and every step's hidden state to uint8, this does not")
 FLOAT = np.dtype(np.float32)
 
 
@@ -82,14 +85,37 @@ def _integer_op(graph: Graph, node: Node) -> None:
     b.op(float_op, [a, w], out=node.outputs[0], **attrs)
 
 
+def _dequantized_gates(graph: Graph, node: Node, value: str, scale: str, zero: str) -> str:
+    """DynamicQuantizeLSTM's int8 W or R [directions, in, 4 * hidden] (scales per direction or per
+    direction and column) as ONNX LSTM's float [directions, 4 * hidden, in]."""
+    q, s = graph.value(value), graph.value(scale)
+    z = graph.value(zero) if zero else np.zeros_like(s, dtype=np.int64)
+    if q is None or s is None or z is None:
+        raise ConversionError(f"{node.describe()}: its weights are not constants")
+    shape = (q.shape[0], 1, -1)
+    w = (q.astype(np.int64) - z.astype(np.int64).reshape(shape)).astype(np.float32) * s.astype(np.float32).reshape(shape)
+    return graph.add_constant(f"{node.name}_w", np.ascontiguousarray(w.transpose(0, 2, 1))).name
+
+
+def _dynamic_quantize_lstm(graph: Graph, node: Node) -> None:
+    """com.microsoft's DynamicQuantizeLSTM -> LSTM with the weights dequantized. onnxruntime quantizes X
+    and each step's hidden state (uint8, per tensor) before its integer products; this LSTM does not."""
+    slots = node.inputs + [""] * (12 - len(node.inputs))
+    w = _dequantized_gates(graph, node, slots[1], slots[8], slots[9])
+    r = _dequantized_gates(graph, node, slots[2], slots[10], slots[11])
+    graph.remove_node(node)
+    lstm = Node(node.name, "LSTM", [slots[0], w, r, *slots[3:8]], list(node.outputs), dict(node.attrs))
+    graph.add_node(fill_defaults(lstm, graph.opset))
+
+
 EXPANDERS = {"DynamicQuantizeLinear": _dynamic_quantize_linear, "MatMulInteger": _integer_op,
-             "ConvInteger": _integer_op}
+             "ConvInteger": _integer_op, "DynamicQuantizeLSTM": _dynamic_quantize_lstm}
 
 
 def expand_dynamic_quantization(graph: Graph) -> dict:
     nodes = [n for n in graph.topological() if n.op in EXPANDERS]
     for node in nodes:
         EXPANDERS[node.op](graph, node)
-        graph.int8_fallbacks[node.name] = APPROXIMATE
+        graph.int8_fallbacks[node.name] = LSTM_APPROXIMATE if node.op == "DynamicQuantizeLSTM" else APPROXIMATE
     # apply_int8 reports the fallbacks again when the model also has Q/DQ pairs, these among them
     return {"dynamic_quantization_expanded": len(nodes), "int8_fallbacks": dict(graph.int8_fallbacks)} if nodes else {}
