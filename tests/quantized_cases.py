@@ -150,3 +150,30 @@ def dynamic_model() -> onnx.ModelProto:
                               [helper.make_value_info(y, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
                                for y in ("y1", "y2")], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdq_conv_chain() -> onnx.ModelProto:
+    """x -> Q/DQ -> Conv -> c1 -> Q/DQ -> Conv -> c2 -> Q/DQ -> y, as quantize_static's QDQ format
+    writes it (symmetric int8, weights per channel): both Convs run as ncnn int8 layers whose float
+    outputs carry the ONNX names c1, c2."""
+    rng = np.random.default_rng(10)
+
+    def c(name, value, dtype=np.float32):
+        return numpy_helper.from_array(np.asarray(value, dtype), name)
+    inits = [c("xs", 0.02), c("c1s", 0.05), c("c2s", 0.08), c("z", 0, np.int8), c("wz", np.zeros(4), np.int8),
+             c("w1", rng.integers(-127, 128, (4, 4, 3, 3)), np.int8), c("w1s", rng.uniform(0.002, 0.006, 4)),
+             c("w2", rng.integers(-127, 128, (4, 4, 3, 3)), np.int8), c("w2s", rng.uniform(0.002, 0.006, 4)),
+             c("b1", rng.normal(0, 0.1, 4))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "z"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w1", "w1s", "wz"], ["w1d"], axis=0),
+             helper.make_node("Conv", ["xd", "w1d", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c1", "c1s", "z"], ["c1q"]),
+             helper.make_node("DequantizeLinear", ["c1q", "c1s", "z"], ["c1d"]),
+             helper.make_node("DequantizeLinear", ["w2", "w2s", "wz"], ["w2d"], axis=0),
+             helper.make_node("Conv", ["c1d", "w2d"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c2", "c2s", "z"], ["c2q"]),
+             helper.make_node("DequantizeLinear", ["c2q", "c2s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
