@@ -118,8 +118,8 @@ def cmd_convert(args) -> int:
         print(json.dumps(result))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
-    if "int8_layers" in model.stats:      # a quantized model: what runs int8, what runs in float and why
-        print(f"  {model.stats['int8_layers']} layers run int8")
+    if model.stats.get("int8_fallbacks"):     # a quantized model: what runs int8, what runs in float and why
+        print(f"  {model.stats.get('int8_layers', 0)} layers run int8")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
@@ -217,8 +217,8 @@ def cmd_verify(args) -> int:
         print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
         for note in report.sizes:
             print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
-        if report.int8_layers is not None:
-            print(f"  {report.int8_layers} layers run int8; {len(report.int8_fallbacks)} quantized nodes in float")
+        if report.int8_fallbacks:
+            print(f"  {report.int8_layers or 0} layers run int8; {len(report.int8_fallbacks)} quantized nodes in float")
             for node, why in report.int8_fallbacks.items():
                 print(f"  float: {node}: {why}")
         for o in report.outputs:
@@ -226,6 +226,8 @@ def cmd_verify(args) -> int:
             of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"
             figures = o.error or f"max abs error {o.max_abs:.3g}{of_max}"
             print(f"  {status} {o.backend:6} {o.name}: {figures}")
+        for o in report.end_to_end:      # quantized: the outputs from the inputs alone, steps added up
+            print(f"  end to end {o.backend:6} {o.name}: {o.error or f'max abs error {o.max_abs:.3g}'}")
         for line in text_table(report.layers):
             print(line)
         for d in report.divergences:

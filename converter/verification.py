@@ -21,6 +21,7 @@ from . import fp16
 from .api import NcnnModel, convert_prepared
 from .divergence import Divergence
 from .example_sizes import example_shapes
+from .forced_layers import forced_model
 from .image_input import ImageSpec
 from .int_inputs import ncnn_dtype
 from .interpreter import InterpreterError, run
@@ -29,6 +30,7 @@ from .ir import ConversionError, Graph, Tensor
 from .layout import to_onnx
 from .ncnn_runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
 from .onnx_loader import graph_of_prepared, prepare_model
+from .quantization_steps import quantization_steps, within_steps
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -84,6 +86,7 @@ class VerifyReport:
     int8_layers: int | None = None
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
     precision: str = "fp32"                             # or fp16, as devices run (converter/fp16.py)
+    end_to_end: list[OutputCheck] = field(default_factory=list)   # quantized: outputs from the inputs alone
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -136,12 +139,14 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
     return feeds
 
 
-def onnxruntime_all(proto: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
-    """Every float tensor onnxruntime computes: outputs and intermediates."""
+def onnxruntime_all(proto: onnx.ModelProto, feeds: dict, quantized: bool = False) -> dict[str, np.ndarray]:
+    """Every float tensor onnxruntime computes: outputs and intermediates (`quantized`: int8 and
+    uint8 ones too, which ncnn holds as float32 whole numbers)."""
     exposed = onnx.ModelProto.FromString(proto.SerializeToString())
     have = {o.name for o in exposed.graph.output}
+    kinds = {onnx.TensorProto.FLOAT, *((onnx.TensorProto.INT8, onnx.TensorProto.UINT8) if quantized else ())}
     for vi in exposed.graph.value_info:
-        if vi.name not in have and vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+        if vi.name not in have and vi.type.tensor_type.elem_type in kinds:
             exposed.graph.output.append(vi)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -170,7 +175,9 @@ def ncnn_feed(array: np.ndarray, t: Tensor, dtype: str = "float32") -> np.ndarra
     return np.atleast_1d(to_ncnn_layout(array, t)).astype(dtype)
 
 
-def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, str | None]:
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+            step: float | None = None) -> tuple[bool, float, float, str | None]:
+    """`step`: the tensor's quantization step (converter/quantization_steps.py), judged in those."""
     if got.size != want.size:
         return False, float("inf"), float("inf"), f"shape {list(got.shape)} vs expected {list(want.shape)}"
     got = got.reshape(want.shape).astype(np.float64)
@@ -183,6 +190,8 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tupl
         max_rel = float((diff / np.maximum(np.abs(want), 1e-12)).max()) if diff.size else 0.0
     finite = np.isfinite(got) & np.isfinite(want)
     ok = bool(np.all(same | (finite & (diff <= atol + rtol * np.abs(np.where(finite, want, 0.0))))))
+    if not ok and step and np.all(same | finite):
+        ok = within_steps(diff, np.where(finite, want, 0.0), rtol, atol, step)
     return ok, max_abs, max_rel, None
 
 
@@ -191,9 +200,9 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
-              rtol: float, atol: float) -> LayerRow:
+              rtol: float, atol: float, step: float | None = None) -> LayerRow:
     """The figures a user reads to see where numbers drift, for one blob."""
-    ok, max_abs, _, why = compare(got, want, rtol, atol)
+    ok, max_abs, _, why = compare(got, want, rtol, atol, step)
     row = LayerRow(backend, node.name, node.op, node.origin, blob, list(got.shape), ok,
                    nan=int(np.isnan(got).sum()), inf=int(np.isinf(got).sum()), error=why)
     if why is not None:
@@ -237,8 +246,9 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
 
 
 def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,
-                   rtol: float, atol: float, report: VerifyReport, precision: str = "fp32") -> None:
-    graph = model.graph
+                   rtol: float, atol: float, report: VerifyReport, precision: str = "fp32",
+                   steps: dict[str, float] | None = None) -> None:
+    graph, steps = model.graph, steps or {}
     order = graph.topological()
     comparable = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
     comparable += [o for o in graph.outputs if o not in comparable and o in reference]
@@ -257,7 +267,7 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
             report.outputs.append(OutputCheck(out, backend, False, error="not computed"))
             continue
         ok, max_abs, max_rel, why = compare(blobs[out], to_ncnn_layout(reference[out], graph.tensors[out]),
-                                            rtol, atol)
+                                            rtol, atol, steps.get(out))
         peak = float(np.max(np.abs(reference[out]), initial=0.0)) if reference[out].dtype.kind == "f" else 0.0
         rel = max_abs / peak if peak > 0 and np.isfinite(max_abs) else None
         report.outputs.append(OutputCheck(out, backend, ok, max_abs, max_rel, why, rel))
@@ -273,10 +283,13 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
                 if blob not in blobs or blob not in reference or node.op == "Input":
                     continue
                 want = to_ncnn_layout(reference[blob], graph.tensors[blob])
-                row = layer_row(backend, node, blob, blobs[blob], want, rtol, atol)
-                if not row.passed and not diverged and not backend_passed:
+                row = layer_row(backend, node, blob, blobs[blob], want, rtol, atol, steps.get(blob))
+                # quantized (layers fed onnxruntime's inputs): a layer beyond its steps is wrong whatever the
+                # outputs; a blob the real ncnn hands back in another shape decides only through them
+                decisive = not backend_passed or (steps and row.error is None)
+                if not row.passed and not diverged and decisive:
                     diverged = row.first_divergence = True
-                    _, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol)
+                    _, max_abs, max_rel, why = compare(blobs[blob], want, rtol, atol, steps.get(blob))
                     report.divergences.append(Divergence(backend, node.name, node.op, node.origin, blob,
                                                          max_abs, max_rel, why))
                 report.layers.append(row)
@@ -338,7 +351,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
     progress("running onnxruntime")
-    reference = onnxruntime_all(proto, feeds)
+    steps = quantization_steps(proto)
+    reference = onnxruntime_all(proto, feeds, quantized=bool(steps))
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]
@@ -350,9 +364,19 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                           int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
+    checked, checked_feeds = converted, ncnn_feeds
+    if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/forced_layers.py)
+        checked, refs = forced_model(converted, reference)
+        checked_feeds = {**ncnn_feeds, **{r: ncnn_feed(reference[b], converted.graph.tensors[b]) for r, b in refs.items()}}
+        report.warnings.append("quantized model: each layer is checked on onnxruntime's values of its inputs, "
+                               "within one step of its quantizer; end to end (end_to_end) steps add up")
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
-        _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, report, precision)
+        _check_backend(b, checked, checked_feeds, reference, rtol, atol, report, precision, steps)
+        if steps:
+            whole = VerifyReport(False, [], {})
+            _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, whole, precision, steps)
+            report.end_to_end += whole.outputs
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
     report.precision = precision
     if precision == "fp16":         # fp32's tolerance does not fit: re-judged by fp16's

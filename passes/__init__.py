@@ -7,11 +7,13 @@ from typing import Callable
 from converter.ir import Graph
 
 from .apply_int8 import apply_int8
+from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
+from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
@@ -43,6 +45,7 @@ from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
+from .sink_quantize import sink_quantize
 from .split_wide_transposes import split_wide_transposes
 
 Pass = Callable[[Graph], dict]
@@ -50,6 +53,10 @@ Pass = Callable[[Graph], dict]
 PIPELINE: list[Pass] = [
     # QLinearConv/QLinearMatMul become DQ -> float op -> Q, which plan_int8 then reads
     expand_qlinear,
+    # before folding: a constant weight minus its zero point folds to float weights
+    expand_dynamic_quantization,
+    # a QuantizeLinear before a Reshape/Transpose moves below it, so the pair meets the MatMul plan_int8 reads
+    sink_quantize,
     # before folding, which turns DequantizeLinear's int8 weights into float ones
     plan_int8,
     # after plan_int8 (the int8 layers it planned keep reading their pair), before folding; a Relu
@@ -102,6 +109,9 @@ PIPELINE: list[Pass] = [
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,
+    # int8 tensors that MaxPool/Reshape/Concat... carry between QOperator nodes become float32 holding the
+    # same whole numbers; after every pass that asks onnx's shape inference, which would insist on int8
+    carry_quantized_as_float,
     lower_onnx,
     # right after lowering: the planned layers still read the dequantized tensor and hold the
     # exact dequantized weight (checked); the Q/DQ layers it bypasses die in eliminate_dead

@@ -3,7 +3,9 @@
     python scripts/quantize_models.py [NAME ...]     # prints each quantized model's cached path
 
 QDQ format, int8 weights per output channel, symmetric int8 activations (zero point 0), the
-form ncnn's int8 layers take. Calibration runs a few realistic inputs (a synthetic text page
+form ncnn's int8 layers take; `*_qop_*` the same quantization in QOperator format (QLinearConv,
+com.microsoft QLinearAdd, QGemm, ...; `uint8`: quantize_static's default uint8 activations with
+zero points); `*_dynamic` quantize_dynamic's DynamicQuantizeLinear + MatMulInteger (no calibration, 7-bit weights). Calibration runs a few realistic inputs (a synthetic text page
 for the OCR models, smooth photo-like images for the detector and the ViT, short token runs for
 BERT), fixed by seed, so a rebuild gives the same file. Only onnxruntime is needed (no torch).
 The file is written whole or not at all, into <cache>/quantized/<name>.onnx.
@@ -61,19 +63,37 @@ class Quantized:
     name: str
     source: Callable[[], Path]
     feeds: Callable[[np.random.Generator], dict]
+    form: str = "qdq"               # "qdq", "qoperator" or "dynamic"
+    activations: str = "int8"       # "int8" (symmetric) or "uint8" (zero points, quantize_static's default)
 
 
+def _like(base: "Quantized", name: str, **changes) -> "Quantized":
+    """Another quantization of `base`'s model with its calibration inputs."""
+    return Quantized(name, base.source, base.feeds, **changes)
+
+
+_YOLO = Quantized("yolov8n_320_int8", lambda: fetch("yolov8n_320"),
+                  lambda rng: {"images": photo((1, 3, 320, 320), rng)})
+_DET = Quantized("ppocrv4_det_int8", lambda: fetch("ppocrv4_det"), lambda rng: {"x": text_page((1, 3, 96, 128), rng)})
+_REC = Quantized("ppocrv4_rec_int8", lambda: fetch("ppocrv4_rec"), lambda rng: {"x": text_page((1, 3, 48, 160), rng)})
+_VIT = Quantized("vit_tiny_int8", lambda: MODELS_DIR / "vit_tiny.onnx",
+                 lambda rng: {"pixel_values": (photo((1, 3, 32, 32), rng) - 0.5) / 0.5})
+_BERT = Quantized("bert_tiny_int8", lambda: MODELS_DIR / "bert_tiny.onnx", tokens)
 QUANTIZED = {q.name: q for q in [
-    Quantized("yolov8n_320_int8", lambda: fetch("yolov8n_320"),
-              lambda rng: {"images": photo((1, 3, 320, 320), rng)}),
-    Quantized("ppocrv4_det_int8", lambda: fetch("ppocrv4_det"),
-              lambda rng: {"x": text_page((1, 3, 96, 128), rng)}),
-    Quantized("ppocrv4_rec_int8", lambda: fetch("ppocrv4_rec"),
-              lambda rng: {"x": text_page((1, 3, 48, 160), rng)}),
-    Quantized("vit_tiny_int8", lambda: MODELS_DIR / "vit_tiny.onnx",
-              lambda rng: {"pixel_values": (photo((1, 3, 32, 32), rng) - 0.5) / 0.5}),
-    Quantized("bert_tiny_int8", lambda: MODELS_DIR / "bert_tiny.onnx", tokens),
+    _YOLO, _DET, _REC, _VIT, _BERT,
+    _like(_YOLO, "yolov8n_320_qop_int8", form="qoperator"),
+    _like(_YOLO, "yolov8n_320_qop_uint8", form="qoperator", activations="uint8"),
+    _like(_YOLO, "yolov8n_320_uint8", activations="uint8"),
+    _like(_DET, "ppocrv4_det_qop_int8", form="qoperator"),
+    _like(_REC, "ppocrv4_rec_qop_int8", form="qoperator"),
+    _like(_VIT, "vit_tiny_qop_int8", form="qoperator"),
+    _like(_VIT, "vit_tiny_dynamic", form="dynamic"),
+    _like(_BERT, "bert_tiny_dynamic", form="dynamic"),
 ]}
+# a QOperator model's QDQ twin: the same calibration and options, written as the spec's Q/DQ graph
+QDQ_TWIN = {"yolov8n_320_qop_int8": "yolov8n_320_int8", "yolov8n_320_qop_uint8": "yolov8n_320_uint8",
+            "ppocrv4_det_qop_int8": "ppocrv4_det_int8", "ppocrv4_rec_qop_int8": "ppocrv4_rec_int8",
+            "vit_tiny_qop_int8": "vit_tiny_int8"}
 CALIBRATION_INPUTS = 4
 
 
@@ -92,8 +112,9 @@ def _at_least_opset13(source: Path, tmp: Path) -> Path:
     return upgraded
 
 
-def _quantize(source: Path, target: Path, feeds: list[dict]) -> None:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+def _quantize(spec: Quantized, source: Path, target: Path, feeds: list[dict]) -> None:
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                          quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     class Reader(CalibrationDataReader):
@@ -108,9 +129,16 @@ def _quantize(source: Path, target: Path, feeds: list[dict]) -> None:
         # onnxruntime's recommended pre-processing: shape inference and graph optimization (folds
         # BatchNorm into Conv; quantizing an unfolded BatchNorm wrecked PP-OCR det's output)
         quant_pre_process(str(_at_least_opset13(source, Path(tmp))), str(prepared), skip_symbolic_shape=True)
-        quantize_static(str(prepared), str(partial), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                        weight_type=QuantType.QInt8, activation_type=QuantType.QInt8,
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        symmetric = spec.activations == "int8"
+        if spec.form == "dynamic":
+            # 7-bit weights (reduce_range): onnxruntime's x86 uint8 x int8 kernel without VNNI adds products
+            # in pairs into int16, and 8-bit weights saturate it (its run is then not the integer sum)
+            quantize_dynamic(str(prepared), str(partial), weight_type=QuantType.QInt8, reduce_range=True)
+        else:
+            quantize_static(str(prepared), str(partial), Reader(), per_channel=True, weight_type=QuantType.QInt8,
+                            quant_format=QuantFormat.QOperator if spec.form == "qoperator" else QuantFormat.QDQ,
+                            activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
+                            extra_options={"ActivationSymmetric": symmetric, "WeightSymmetric": True})
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = target.with_suffix(".part")
         staged.write_bytes(partial.read_bytes())
@@ -121,7 +149,7 @@ def quantized(name: str) -> Path:
     """The cached quantized model `name`, made on the first call."""
     target = cache_dir() / "quantized" / f"{name}.onnx"
     if not target.is_file():
-        _quantize(QUANTIZED[name].source(), target, calibration_feeds(name))
+        _quantize(QUANTIZED[name], QUANTIZED[name].source(), target, calibration_feeds(name))
     return target
 
 

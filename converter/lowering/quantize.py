@@ -84,9 +84,3 @@ def dequantize_linear(graph: Graph, node: Node) -> list[Node]:
         x = _step(graph, node, x, zero.astype(np.float32), "sub", None, nodes)
     _step(graph, node, x, scale, "mul", node.outputs[0], nodes)
     return nodes
-
-
-@lowers("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
-def refuse_integer_op(graph: Graph, node: Node) -> list[Node]:
-    raise fail(node, graph, "integer-domain quantized ops are not supported (dynamic quantization); "
-                            "quantize the model in QDQ format (onnxruntime quantize_static, quant_format=QDQ)")

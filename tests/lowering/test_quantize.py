@@ -1,5 +1,6 @@
 """Hand-built QDQ graphs: what ncnn's int8 cannot take falls back to float with its reason, the
-float emulation of Q/DQ matches onnxruntime exactly, and integer-domain ops are refused in one line."""
+float emulation of Q/DQ matches onnxruntime exactly, and dynamic quantization (DynamicQuantizeLinear,
+MatMulInteger, ConvInteger) runs in float, reported as approximate."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
-from quantized_cases import qlinear_model
+from quantized_cases import dynamic_model, qlinear_model
 from converter.ir import ConversionError
 from converter.ncnn_runtime import run_ncnn
 
@@ -71,20 +72,24 @@ def test_int8_conv_per_channel_per_tensor_and_zero_scale(tmp_path, scale):
     assert np.abs(real - want).max() <= bound and np.abs(ours - want).max() <= bound
 
 
-@pytest.mark.parametrize("op, inputs", [("DynamicQuantizeLinear", ["x"]),
-                                         ("MatMulInteger", ["x", "x"])])
-def test_integer_ops_are_refused_in_one_line(op, inputs):
-    if op == "DynamicQuantizeLinear":
-        dtype, outputs = TensorProto.FLOAT, [("y", TensorProto.UINT8, [2, 2]), ("s", TensorProto.FLOAT, []),
-                                             ("z", TensorProto.UINT8, [])]
-    else:
-        dtype, outputs = TensorProto.UINT8, [("y", TensorProto.INT32, [2, 2])]
-    graph = helper.make_graph([helper.make_node(op, inputs, [o[0] for o in outputs])], "g",
-                              [helper.make_tensor_value_info("x", dtype, [2, 2])],
-                              [helper.make_tensor_value_info(*o) for o in outputs])
-    with pytest.raises(ConversionError, match=op) as info:
-        convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
-    assert "\n" not in str(info.value) and "QDQ" in str(info.value)
+def test_dynamic_quantization_runs_in_float(tmp_path):
+    """Measured equal to onnxruntime but for float rounding: the activations quantize to the same
+    steps (the run-time scale's division can only move a value an ulp from a .5 step) and the
+    integer sums are exact in float32. Allowed: 1e-5 of the largest output."""
+    model = dynamic_model()
+    converted = convert(model)
+    reasons = converted.stats["int8_fallbacks"]
+    assert len(reasons) == 4 and all("dynamic quantization emulated in float32" in why for why in reasons.values())
+    converted.save(tmp_path / "m.param", tmp_path / "m.bin")
+    rng = np.random.default_rng(9)
+    feeds = {"x": rng.normal(0, 1, (1, 6, 8)).astype(np.float32),
+             "img": rng.normal(0.5, 1, (1, 3, 5, 5)).astype(np.float32)}
+    want = dict(zip(["y1", "y2"], ort.InferenceSession(model.SerializeToString()).run(None, feeds)))
+    ncnn_feeds = {"x": feeds["x"][0], "img": feeds["img"][0]}
+    for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", ncnn_feeds, ["y1", "y2"]),
+                converted.run(ncnn_feeds, layout="ncnn")):
+        for name, ref in want.items():
+            np.testing.assert_allclose(got[name].reshape(ref.shape), ref, atol=1e-5 * np.abs(ref).max(), err_msg=name)
 
 
 def test_qlinear_ops_run_int8(tmp_path):
@@ -100,13 +105,3 @@ def test_qlinear_ops_run_int8(tmp_path):
     for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"])["y"],
                 converted.run({"x": x[0]}, layout="ncnn")["y"]):
         assert np.abs(got.ravel() - want).max() <= 0.3 + 1e-6
-
-
-def test_conv_integer_is_refused_in_one_line():
-    w = helper.make_tensor("w", TensorProto.UINT8, [1, 1, 1, 1], [3])
-    graph = helper.make_graph([helper.make_node("ConvInteger", ["x", "w"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 2, 2])],
-                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1, 2, 2])], [w])
-    with pytest.raises(ConversionError, match="ConvInteger") as info:
-        convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
-    assert "\n" not in str(info.value) and "QDQ" in str(info.value)

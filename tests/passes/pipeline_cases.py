@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnx_cases import make_model
-from quantized_cases import qdq_chain_model, qdq_moves_model, qlinear_model
+from quantized_cases import dynamic_model, qdq_chain_model, qdq_moves_model, qlinear_model, quantized_layout_model
 
 RNG = np.random.default_rng(5)
 
@@ -107,5 +107,22 @@ def eliminate_identity_qdq() -> onnx.ModelProto:
     return qdq_moves_model()
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, inline_if, express_shapes, fuse_conv_affine, fuse_hardswish, fuse_layernorm,
-                                 rewrite_softmax_nan_guard, merge_broadcast_axes, fold_scale_into_matmul)}
+def sink_quantize() -> onnx.ModelProto:
+    """Q -> Reshape -> Transpose -> DQ -> MatMul: the Q moves below both (and below a Split)."""
+    return quantized_layout_model()
+
+
+def carry_quantized_as_float() -> onnx.ModelProto:
+    """Q -> MaxPool -> MaxPool -> DQ: the int8 tensors between become float32 whole numbers."""
+    return quantized_layout_model()
+
+
+def expand_dynamic_quantization() -> onnx.ModelProto:
+    """DynamicQuantizeLinear -> MatMulInteger / ConvInteger become float ops."""
+    return dynamic_model()
+
+
+CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
+                                 carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
+                                 fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
+                                 merge_broadcast_axes, fold_scale_into_matmul)}
