@@ -7,6 +7,9 @@ does with constant weights. A batch kept as ncnn's outer axis is cut into its sa
     Crop [k:k+1] on axis 0 -> Reshape to (C, ...) -> the op's own lowering -> Reshape to
     (1, C', ...) -> Concat of the N results on axis 0
 
+A leading 1 that is no batch axis (a 1-D signal unsqueezed to (1, L, 1)) is the case N = 1: the
+Reshapes alone.
+
 The same numbers sample by sample: copies around the op, which runs as it does at batch 1.
 """
 from __future__ import annotations
@@ -22,11 +25,11 @@ Lowering = Callable[[Graph, Node], list[Node]]
 
 
 def _kept_batch(t: Tensor) -> int | None:
-    """N when the tensor's axis 0 is a known extent N > 1 that ncnn keeps as its outer axis."""
+    """N when the tensor's axis 0 is a known extent N that ncnn keeps as its outer axis."""
     if t.shape is None or not t.shape or t.batch_axis is not None or len(t.ncnn_shape) != t.rank:
         return None
     n = t.shape[0]
-    return n if n is not None and 1 < n <= MAX_SAMPLES and None not in t.shape[1:] else None
+    return n if n is not None and 1 <= n <= MAX_SAMPLES and None not in t.shape[1:] else None
 
 
 def per_sample(graph: Graph, node: Node, batched: Sequence[int], lower: Lowering) -> list[Node] | None:
@@ -41,9 +44,11 @@ def per_sample(graph: Graph, node: Node, batched: Sequence[int], lower: Lowering
     for k in range(n):
         sample_inputs = list(node.inputs)
         for slot, t in zip(batched, inputs):
-            cropped = new_tensor(graph, f"{t.name}_{k}", (1, *t.shape[1:]), None)
-            layers.append(layer(node, graph, "Crop", [t.name], [cropped], {9: [k], 10: [k + 1], 11: [0]},
-                                suffix=f"_sample{k}_in{slot}"))
+            cropped = t.name
+            if n > 1:
+                cropped = new_tensor(graph, f"{t.name}_{k}", (1, *t.shape[1:]), None)
+                layers.append(layer(node, graph, "Crop", [t.name], [cropped], {9: [k], 10: [k + 1], 11: [0]},
+                                    suffix=f"_sample{k}_in{slot}"))
             reshape, sample_inputs[slot] = reshape_to(graph, node, cropped, (1, *t.shape[1:]), 0,
                                                       suffix=f"_sample{k}_in{slot}_item")
             layers.append(reshape)
@@ -51,8 +56,10 @@ def per_sample(graph: Graph, node: Node, batched: Sequence[int], lower: Lowering
         step = Node(f"{node.name}_sample{k}", node.op, sample_inputs, [y], dict(node.attrs),
                     origin=node.origin or node.name)
         layers += lower(graph, step)
-        reshape, back = reshape_to(graph, node, y, (1, *out.shape[1:]), None, suffix=f"_sample{k}_out")
+        reshape, back = reshape_to(graph, node, y, (1, *out.shape[1:]), None, suffix=f"_sample{k}_out",
+                                   out=out.name if n == 1 else None)
         layers.append(reshape)
         results.append(back)
-    layers.append(layer(node, graph, "Concat", results, [out.name], {0: 0}, suffix="_samples"))
+    if n > 1:
+        layers.append(layer(node, graph, "Concat", results, [out.name], {0: 0}, suffix="_samples"))
     return layers
