@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..einsum_equation import parse_equation
-from ..ir import Graph, Node
+from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import fail, layer
 from .onnx_steps import OnnxSteps as _Chain

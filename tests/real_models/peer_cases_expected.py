@@ -11,7 +11,6 @@ EXPECTED_REFUSED = {
     'nn_AdaptiveAvgPool1d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'nn_AdaptiveAvgPool2d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'nn_UpsamplingNearest2d': 'mode nearest, coordinate_transformation_mode asymmetric resizing axis',
-    'torch_stft': ") is none of ncnn's ones/Hann/Hamming windows of",
     'torch_tensor_split': 'control flow ncnn cannot run, nothing written: Loop node',
 }
 
