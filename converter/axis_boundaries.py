@@ -23,7 +23,7 @@ def _data_inputs(node: Node) -> list[str]:
 
 
 def _supported(node: Node) -> bool:
-    return not node.ncnn and (node.op in ELEMENTWISE or node.op in DATA_SLOTS)
+    return not node.ncnn and (node.op in ELEMENTWISE or node.op in DATA_SLOTS or node.op == "Concat")
 
 
 class Boundaries:
@@ -136,6 +136,16 @@ def _along(b: Boundaries, node: Node, x: Tensor, outs: list[Tensor], axes: list[
         b.cut_around(x.name, a, node)
 
 
+def _concat(b: Boundaries, g: Graph, node: Node) -> None:
+    """Every input of the output's rank: the other gaps shared, the concatenated axis cut free."""
+    out = g.tensors[node.outputs[0]]
+    axis = node.attrs.get("axis", 0) % out.rank
+    for name in filter(None, node.inputs):
+        for k in range(out.rank - 1):
+            b.union((name, k), (out.name, k))
+    b.cut_around(out.name, axis, node)
+
+
 def _split(b: Boundaries, g: Graph, node: Node) -> None:
     x = g.tensors[node.inputs[0]]
     _along(b, node, x, [g.tensors[o] for o in node.outputs if o], [node.attrs.get("axis", 0) % x.rank])
@@ -195,4 +205,4 @@ def _matmul(b: Boundaries, g: Graph, node: Node) -> None:
 
 
 RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
-         "MatMul": _matmul, **{o: (lambda b, g, n: None) for o in RESHAPES}}
+         "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES}}

@@ -156,9 +156,10 @@ def reduce(graph: Graph, node: Node, out: Tensor) -> int | None:
     return b - sum(a < b for a in axes)
 
 
-@rule("STFT", "DFT")
+@rule("STFT", "DFT", "Col2Im")
 def leading_batch(graph: Graph, node: Node, out: Tensor) -> int | None:
-    """[batch, length(, 1 or 2)] -> [batch, frames, bins, 2]: the batch stays in front."""
+    """[batch, length(, 1 or 2)] -> [batch, frames, bins, 2], [batch, C*k, L] -> [batch, C, H, W]:
+    the batch stays in front."""
     x = _first(graph, node)
     return 0 if x is not None and x.batch_axis == 0 and out.rank else None
 

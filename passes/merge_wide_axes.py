@@ -291,7 +291,7 @@ def _rewrite_reshape(graph: Graph, node: Node, groups: dict[str, list[list[int]]
 
 
 def _set_axis(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
-    """Gather, Split, Softmax: the axis of the data, as its merged axis."""
+    """Gather, Split, Softmax, Concat: the axis of the (first) data input, as its merged axis."""
     x = graph.tensors[node.inputs[0]]
     axis = _softmax_axis(graph, node, x) if node.op == "Softmax" else node.attrs.get("axis", 0) % x.rank
     node.attrs["axis"] = _group_of(groups.get(x.name) or [[i] for i in range(x.rank)], axis)
@@ -320,4 +320,4 @@ def _set_slice_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]
 
 
 AXIS_REWRITES = {"Gather": _set_axis, "Split": _set_axis, "Softmax": _set_axis, "Transpose": _set_perm,
-                 "Slice": _set_slice_axes}
+                 "Slice": _set_slice_axes, "Concat": _set_axis}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node
 from .common import as_2d, fail, layer, reshape_to, spatial_input, window_attrs, wrap_1d
+from .per_sample import per_sample
 
 
 def _spatial(graph: Graph, node: Node):
@@ -65,6 +66,9 @@ def _emit(graph: Graph, node: Node, type_: str, params: dict, inputs: list, out_
 
 def dynamic_conv(graph: Graph, node: Node, pads_of) -> list[Node]:
     """`pads_of(graph, node, sizes, kernel, geo, nspatial)` is Conv's pad params resolver."""
+    samples = per_sample(graph, node, [0], lambda g, n: dynamic_conv(g, n, pads_of))     # a batch N > 1
+    if samples is not None:
+        return samples
     shape, nspatial = _spatial(graph, node)
     pre, weight, wshape = _weight_blob(graph, node, nspatial)
     group = int(node.attrs["group"])
@@ -86,6 +90,9 @@ def dynamic_conv(graph: Graph, node: Node, pads_of) -> list[Node]:
 
 def dynamic_conv_transpose(graph: Graph, node: Node, geometry) -> list[Node]:
     """`geometry(graph, node, sizes, kernel, nspatial)` is deconv's (begin, end, attrs) resolver."""
+    samples = per_sample(graph, node, [0], lambda g, n: dynamic_conv_transpose(g, n, geometry))
+    if samples is not None:
+        return samples
     shape, nspatial = _spatial(graph, node)
     group = int(node.attrs["group"])
     pre, weight, wshape = _weight_blob(graph, node, nspatial)

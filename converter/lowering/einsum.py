@@ -10,15 +10,15 @@ patterns models use (attention scores "bhqd,bhkd->bhqk", "bij,bjk->bik", project
 
 and the product is MatMul([B.., M, K], [B.., K, N]) -> [B.., M, N], with Transposes before
 and after and Reshapes merging groups of several letters. A letter in one operand only and
-not in the output is summed out first. Diagonals (a letter twice in one operand) and more
-than two operands are refused.
+not in the output is summed out first. A letter twice in the output and more than two
+operands are refused.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..einsum_equation import parse_equation
-from ..ir import Graph, Node
+from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import fail, layer
 from .onnx_steps import OnnxSteps as _Chain
@@ -31,6 +31,41 @@ def _sum_out(chain: _Chain, name: str, letters: str, keep: set[str]) -> tuple[st
     shape = tuple(d for i, d in enumerate(_shape(chain, name)) if i not in gone)
     out = chain.add("ReduceSum", [name], shape, {"keepdims": 0}, const=np.array(gone, np.int64))
     return out, "".join(c for i, c in enumerate(letters) if i not in gone)
+
+
+def _pairwise(chain: _Chain, names: list[str], terms: list[str], out: str) -> list[Node]:
+    """More than two operands: contracted left to right, each step keeping the letters a later
+    operand or the output still reads (each step is a two-operand Einsum)."""
+    extents = {c: d for n, t in zip(names, terms) for c, d in zip(t, _shape(chain, n))}
+    acc, acc_letters = names[0], terms[0]
+    for k in range(1, len(names)):
+        later = set(out).union(*terms[k + 1:])
+        both = acc_letters + "".join(c for c in terms[k] if c not in acc_letters)
+        kept = out if k == len(names) - 1 else "".join(c for c in both if c in later)
+        acc = chain.add("Einsum", [acc, names[k]], tuple(extents[c] for c in kept),
+                        {"equation": f"{acc_letters},{terms[k]}->{kept}"})
+        acc_letters = kept
+    return chain.lower()
+
+
+def _diagonal(chain: _Chain, name: str, letters: str) -> tuple[str, str]:
+    """Each letter repeated in the term kept once: x * identity over its two axes, the second summed."""
+    while len(set(letters)) != len(letters):
+        c = next(c for c in letters if letters.count(c) > 1)
+        i, j = letters.index(c), letters.index(c, letters.index(c) + 1)
+        shape = _shape(chain, name)
+        if shape[i] is None or shape[i] != shape[j]:
+            raise fail(chain.node, chain.graph, f"the diagonal of letter '{c}' needs equal known extents, "
+                                                f"got {shape[i]} and {shape[j]}")
+        mask = np.zeros([shape[i] if a in (i, j) else 1 for a in range(len(shape))], np.float32)
+        index = [slice(None) if a in (i, j) else 0 for a in range(len(shape))]
+        index[i] = index[j] = np.arange(shape[i])
+        mask[tuple(index)] = 1
+        masked = chain.add("Mul", [name], shape, const=mask)
+        name = chain.add("ReduceSum", [masked], tuple(d for a, d in enumerate(shape) if a != j), {"keepdims": 0},
+                         const=np.array([j], np.int64))
+        letters = letters[:j] + letters[j + 1:]
+    return name, letters
 
 
 def _shape(chain: _Chain, name: str) -> tuple:
@@ -72,12 +107,16 @@ def einsum(graph: Graph, node: Node) -> list[Node]:
         terms, out = parse_equation(node.attrs["equation"], [t.rank for t in operands])
     except ValueError as exc:
         raise fail(node, graph, f"equation '{node.attrs['equation']}': {exc}") from None
-    if len(operands) > 2:
-        raise fail(node, graph, f"{len(operands)} operands; only one or two are lowered")
-    if any(len(set(t)) != len(t) for t in terms) or len(set(out)) != len(out):
-        raise fail(node, graph, f"equation '{node.attrs['equation']}' repeats a letter in one term "
-                                "(a diagonal or trace), which has no ncnn form")
+    if len(set(out)) != len(out):
+        raise fail(node, graph, f"equation '{node.attrs['equation']}' repeats a letter in the output "
+                                "(a diagonal written out), which has no ncnn form")
     chain = _Chain(graph, node)
+    names = [t.name for t in operands]
+    for k, term in enumerate(terms):
+        names[k], terms[k] = _diagonal(chain, names[k], term)
+    if len(names) > 2:
+        return _pairwise(chain, names, terms, out)
+    operands = [graph.tensors[n] if n in graph.tensors else Tensor(n, _shape(chain, n)) for n in names]
     if len(operands) == 1:
         name, letters = _sum_out(chain, operands[0].name, terms[0], set(out))
         name = _transpose(chain, name, letters, out)

@@ -24,6 +24,7 @@ from .common import (
     new_tensor,
     reshape_layer,
 )
+from .gather_strided import progressions, strided_pieces
 from .one_hot_gather import needs_one_hot, one_hot_gather
 
 MAX_GATHER_PIECES = 16
@@ -77,12 +78,25 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
     nc_axis = ncnn_axis(graph, node, x.name, axis)
     if indices.size == 0:
         raise fail(node, graph, "no indices: ncnn cannot hold empty tensors")
-    runs = _runs(_wrapped(graph, node, indices, x.shape[axis]))
-    if len(runs) > MAX_GATHER_PIECES:
-        raise fail(node, graph, f"{len(runs)} separate index ranges; at most {MAX_GATHER_PIECES} are lowered")
+    wrapped = _wrapped(graph, node, indices, x.shape[axis])
     picked_shape = tuple(indices.size if a == axis else d for a, d in enumerate(x.shape))
     as_list = indices.ndim == 1
     gathered = out.name if as_list else new_tensor(graph, f"{out.name}_picked", picked_shape, x.batch_axis)
+    runs = _runs(wrapped)
+    if len(runs) <= MAX_GATHER_PIECES:
+        layers, pieces = _crops(graph, node, x, out, axis, nc_axis, runs, gathered)
+    else:
+        layers, pieces = _strided(graph, node, x, nc_axis, wrapped, len(runs), gathered)
+    if len(pieces) > 1:
+        layers.append(layer(node, graph, "Concat", pieces, [gathered], {0: nc_axis}))
+    if not as_list:     # the indices' own shape replaces the picked axis (a scalar drops it)
+        layers.append(_index_shape(graph, node, graph.tensors[gathered], out, axis, indices.ndim))
+    return layers
+
+
+def _crops(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, nc_axis: int,
+           runs: list[tuple[int, int]], gathered: str) -> tuple[list[Node], list[str]]:
+    """One Crop per run of consecutive indices (a single run writes `gathered`)."""
     layers, pieces = [], []
     for k, (start, end) in enumerate(runs):
         piece = gathered if len(runs) == 1 else new_tensor(
@@ -91,11 +105,21 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
         layers.append(layer(node, graph, "Crop", [x.name], [piece], {9: [start], 10: [end], 11: [nc_axis]},
                             suffix=f"_crop{k}"))
         pieces.append(piece)
-    if len(runs) > 1:
-        layers.append(layer(node, graph, "Concat", pieces, [gathered], {0: nc_axis}))
-    if not as_list:     # the indices' own shape replaces the picked axis (a scalar drops it)
-        layers.append(_index_shape(graph, node, graph.tensors[gathered], out, axis, indices.ndim))
-    return layers
+    return layers, pieces
+
+
+def _strided(graph: Graph, node: Node, x: Tensor, nc_axis: int, wrapped: list[int], run_count: int,
+             gathered: str) -> tuple[list[Node], list[str]]:
+    """One strided slice per progression of the indices (a single one writes `gathered`)."""
+    pieces = progressions(wrapped)
+    made = strided_pieces(graph, node, x, nc_axis, pieces) if len(pieces) <= MAX_GATHER_PIECES else None
+    if made is None:
+        raise fail(node, graph, f"{run_count} separate index ranges ({len(pieces)} strided ones); at most "
+                                f"{MAX_GATHER_PIECES} are lowered")
+    layers, names = made
+    if len(names) == 1:
+        layers[-1].outputs[-1] = gathered
+    return layers, names
 
 
 def _index_shape(graph: Graph, node: Node, picked: Tensor, out: Tensor, axis: int, index_rank: int) -> Node:

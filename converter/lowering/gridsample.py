@@ -28,6 +28,7 @@ from . import lowers
 from .common import require_float, spatial_input
 from .common import fail, layer, new_tensor
 from .elementwise import binary
+from .per_sample import per_sample
 
 SAMPLE_TYPES = {"bilinear": 1, "linear": 1, "nearest": 2, "bicubic": 3, "cubic": 3}
 PADDING_MODES = {"zeros": 1, "border": 2, "reflection": 3}
@@ -35,6 +36,9 @@ PADDING_MODES = {"zeros": 1, "border": 2, "reflection": 3}
 
 @lowers("GridSample")
 def grid_sample(graph: Graph, node: Node) -> list[Node]:
+    samples = per_sample(graph, node, [0, 1], grid_sample)      # input and grid with a batch N > 1
+    if samples is not None:
+        return samples
     shape, nspatial = spatial_input(graph, node, ranks=(4, 5))
     # .get: the default changed at opset 20
     mode = node.attrs.get("mode", "bilinear" if graph.opset < 20 else "linear")

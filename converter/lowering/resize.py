@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Graph, Node
+from ..ir import ConversionError, Graph, Node
 from ..ncnn_interp import axis_matrix as ncnn_matrix
 from ..ncnn_interp import nearest_sources as ncnn_nearest
 from ..onnx_resize import F32, ResizeMode, Unmodelled
@@ -29,6 +29,7 @@ from ..onnx_resize import nearest_sources as onnx_nearest
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
 from .resize_nearest import fitted_nearest_params
+from .resize_products import resize_by_products
 from .resize_spec import refuse_where_spec_differs
 
 INTERP_TYPE = {"nearest": 1, "linear": 2, "cubic": 3}
@@ -59,7 +60,14 @@ def resize(graph: Graph, node: Node) -> list[Node]:
     axes = _targets(graph, node, x.shape)
     refuse_where_spec_differs(graph, node, mode, axes, by_scales=_input_value(graph, node, 3, "sizes") is None)
     view, wh = _view(graph, node, x, axes)
-    params = _choose_params(graph, node, mode, wh)
+    try:
+        params = _choose_params(graph, node, mode, wh)
+    except ConversionError:
+        products = resize_by_products(graph, node, mode, axes,     # onnxruntime's own matrices
+                                      by_sizes=_input_value(graph, node, 3, "sizes") is not None)
+        if products is None:
+            raise
+        return products
     return _emit(graph, node, view, params)
 
 

@@ -16,6 +16,7 @@ from ..ir import Graph, Node
 from . import lowers
 from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer
 from .dft_convolution import dft_convolution
+from .per_sample import per_sample
 from .transpose import ORDER_TYPE
 
 WINDOW_TOLERANCE = 1e-6
@@ -48,6 +49,9 @@ def match_window(window: np.ndarray) -> tuple[int, int] | None:
 
 @lowers("STFT")
 def stft(graph: Graph, node: Node) -> list[Node]:
+    samples = per_sample(graph, node, [0], stft)      # a batch of signals: one Spectrogram each
+    if samples is not None:
+        return samples
     signal, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     # onnxruntime also takes a real signal as [batch, length]
     if signal.shape is None or signal.rank not in (2, 3) or signal.shape[2:] not in ((), (1,)):

@@ -38,11 +38,4 @@ def test_einsum(tmp_path, equation, shapes, constant_second):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
-def test_einsum_diagonal_is_refused():
-    with pytest.raises(ConversionError, match="diagonal"):
-        convert(einsum_model("bii->bi", [[2, 3, 3]]))
-
-
-def test_einsum_three_operands_is_refused():
-    with pytest.raises(ConversionError, match="3 operands"):
-        convert(einsum_model("ij,jk,kl->il", [[2, 3], [3, 4], [4, 5]]))
+# diagonals, traces and chains of operands: test_einsum_diagonal.py

@@ -43,8 +43,20 @@ def test_fitted_scale_in_real_ncnn(name, tmp_path):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
-def test_offset_sources_still_refused():
-    """half_pixel downscale by 3 with round_prefer_floor takes pixel 3x+1: no step starts at 1."""
-    with pytest.raises(ConversionError, match="Resize node 'resize'.*nearest_mode round_prefer_floor") as info:
-        convert(nearest_model((1, 2, 6, 9), "half_pixel", "round_prefer_floor", scales=(1 / 3, 1 / 3)))
+def test_offset_sources_run_as_one_hot_products(tmp_path):
+    """half_pixel downscale by 3 with round_prefer_floor takes pixel 3x+1: no Interp step starts at 1,
+    so onnxruntime's one-hot matrices are applied (resize_products.py), bit for bit."""
+    model = nearest_model((1, 2, 6, 9), "half_pixel", "round_prefer_floor", scales=(1 / 3, 1 / 3))
+    converted = check_in_ncnn(model, tmp_path, rtol=0, atol=0)
+    assert [n.op for n in converted.graph.topological()].count("MatMul") == 2
+    assert "Interp" not in [n.op for n in converted.graph.topological()]
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_refused_where_onnxruntime_and_the_spec_pick_other_pixels():
+    """asymmetric floor 80 -> 24 (torch's F.interpolate export): onnxruntime's float32 9 / 0.3f
+    floors to 29, the spec (and torch, and ncnn's Interp) read 30."""
+    with pytest.raises(ConversionError, match=r"80 -> 24: onnxruntime and the ONNX spec compute different "
+                                              r"pixels \(output 9 reads pixel 29 in onnxruntime, 30 in the spec\)") as info:
+        convert(nearest_model((1, 2, 4, 80), "asymmetric", "floor", sizes=(4, 24)))
     assert "\n" not in str(info.value)

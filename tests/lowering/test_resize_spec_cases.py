@@ -78,9 +78,9 @@ def test_fractional_length_is_refused_where_references_part(transform, scales, r
         convert(model)
 
 
-def test_cubic_coeff_a_other_than_ncnn_is_refused():
-    with pytest.raises(ConversionError, match="cubic_coeff_a -0.5"):
-        convert(_model((1, 1, 4, 4), "half_pixel", scales=(2.0, 2.0), a=-0.5))
+def test_cubic_coeff_a_other_than_ncnns_runs_as_products(tmp_path):
+    """No Interp weights for a = -0.5: onnxruntime's (and the spec's) matrices as MatMuls."""
+    assert _converts_right_or_refuses(tmp_path, _model((1, 1, 4, 4), "half_pixel", scales=(2.0, 2.0), a=-0.5), "a=-0.5")
 
 
 @pytest.mark.parametrize("mode,transform,target,message", [
