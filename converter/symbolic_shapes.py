@@ -55,16 +55,16 @@ def quotient(total: list[Term], known: list[Term]) -> Term | None:
     return _product(num[0] // den[0], rest)
 
 
-def broadcast(shapes: list[Dims]) -> Dims | None:
-    """numpy's rule over terms; None where two different symbols meet (either could be 1)."""
+def broadcast(shapes: list[Dims]) -> Dims:
+    """numpy's rule over terms; an axis where two different symbols meet (either could be 1) is
+    None, unknown."""
     rank = max(len(s) for s in shapes)
     result = []
     for axis in range(rank):
         seen = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0} - {1}
         numbers = {t for t in seen if isinstance(t, int)}
-        if len(seen) > 1 and not numbers:
-            return None
-        result.append(numbers.pop() if numbers else seen.pop() if seen else 1)
+        result.append(None if len(seen) > 1 and not numbers or None in seen
+                      else numbers.pop() if numbers else seen.pop() if seen else 1)
     return tuple(result)
 
 
@@ -119,14 +119,34 @@ class SymbolicShapes:
             found = self._rule(node)
         except (ValueError, IndexError, TypeError):
             found = None
-        if found is not None and len(outs) == 1:
-            shape = self.graph.tensors[outs[0]].shape
-            if shape is None or len(shape) == len(found) and all(
-                    d is None or not isinstance(f, int) or d == f for d, f in zip(shape, found)):
-                self.dims[outs[0]] = found
-                return
-        for o in outs:
-            self.dims[o] = self.of(o)
+        if node.op == "Split" and found is None:
+            found = self._split(node)
+        elif found is not None:
+            found = [found] if len(outs) == 1 else None
+        for k, o in enumerate(outs):
+            shape = self.graph.tensors[o].shape
+            if found is not None and (shape is None or len(shape) == len(found[k]) and all(
+                    d is None or not isinstance(f, int) or d == f for d, f in zip(shape, found[k]))):
+                # an axis no rule could follow is a symbol of its own (or the number already known)
+                own = self.of(o) if shape is not None else tuple(Ref(o, i) for i in range(len(found[k])))
+                self.dims[o] = tuple(f if f is not None else own[i] for i, f in enumerate(found[k]))
+            else:
+                self.dims[o] = self.of(o)
+
+    def _split(self, node: Node) -> list[Dims] | None:
+        """Split's pieces: the input's terms but along the axis, where each piece's own extent is
+        known (constant split sizes, or known output shapes)."""
+        x = self.of(node.inputs[0])
+        if x is None:
+            return None
+        axis = node.attrs.get("axis", 0) % len(x)
+        pieces = []
+        for o in node.outputs:
+            shape = self.graph.tensors[o].shape if o else None
+            if shape is None or len(shape) != len(x) or shape[axis] is None:
+                return None
+            pieces.append((*x[:axis], int(shape[axis]), *x[axis + 1:]))
+        return pieces
 
     def _rule(self, node: Node) -> Dims | None:
         g = self.graph
@@ -181,11 +201,14 @@ class SymbolicShapes:
         if node.op == "Gather" and ins[1] is not None:
             axis = attrs.get("axis", 0) % len(x)
             return (*x[:axis], *ins[1], *x[axis + 1:])
+        if node.op == "GatherND" and ins[1] is not None and not attrs.get("batch_dims", 0) \
+                and isinstance(ins[1][-1], int):
+            return (*ins[1][:-1], *x[ins[1][-1]:])
         if node.op == "GatherElements":
             return ins[1]
         if node.op == "MatMul" and ins[1] is not None and len(x) >= 2 and len(ins[1]) >= 2:
             batch = broadcast([x[:-2], ins[1][:-2]]) if len(x) > 2 or len(ins[1]) > 2 else ()
-            return None if batch is None else (*batch, x[-2], ins[1][-1])
+            return (*batch, x[-2], ins[1][-1])
         if node.op == "Gemm" and ins[1] is not None:
             rows = x[1] if attrs.get("transA") else x[0]
             cols = ins[1][0] if attrs.get("transB") else ins[1][1]

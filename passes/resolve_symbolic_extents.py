@@ -7,9 +7,9 @@ express_shapes, onnx's inference still loses track of them: Expand(token_type_id
 (transformers' masking_utils) gathers the flattened mask at batch * S + arange(S), a (1, 1, 1, S, 1)
 tensor ncnn cannot hold. One walk gives every tensor its terms and tracks index ranges (a tensor
 holding offset + k along its one axis longer than 1, as the rewritten Range builds it); then:
-- an Expand whose output terms equal its input's is its input;
+- an Expand or Reshape whose output terms equal its input's is its input;
 - a Gather along an axis of extent n at indices 0..n-1 read only by Reshapes that copy no extent
-  is its data, which those Reshapes read instead;
+  is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
   again from there.
 """
@@ -24,6 +24,7 @@ from converter.op_groups import BROADCASTING
 from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
 
 from .express_shapes import ShapeMath, remove_dead_shape_math
+from .fold_constants import fold_node
 from .infer_shapes import infer_shapes
 
 PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}
@@ -31,7 +32,7 @@ PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}
 
 class IndexRanges:
     """ranges[tensor] = (n, offset): the tensor holds offset, offset + 1, ..., offset + n - 1 along
-    its one axis longer than 1 (or is the single value offset when n is 1)."""
+    its one axis longer than 1 (or holds offset everywhere when n is 1)."""
 
     def __init__(self, graph: Graph, shapes: SymbolicShapes):
         self.graph, self.shapes = graph, shapes
@@ -48,9 +49,17 @@ class IndexRanges:
     def _laid_out(self, name: str, n: Term) -> bool:
         """The tensor's extents are all 1 but one, which is n."""
         dims = self.shapes.dims.get(name)
-        return dims is not None and numel(dims) == n and sum(d != 1 for d in dims) <= 1
+        return dims is not None and (n == 1 or numel(dims) == n and sum(d != 1 for d in dims) <= 1)
+
+    def _constant(self, name: str) -> None:
+        """An integer constant holding one value everywhere is a range of length 1."""
+        value = self.graph.value(name) if name and name not in self.ranges else None
+        if value is not None and value.dtype.kind in "iu" and value.size and np.all(value == value.flat[0]):
+            self.ranges[name] = (1, int(value.flat[0]))
 
     def visit(self, node: Node) -> None:
+        for name in node.inputs:
+            self._constant(name)
         terms = node.attrs.get(SHAPE_TERMS)
         if node.op == "ConstantOfShape" and node.attrs.get(FILL_VALUE) == 1.0 and terms and len(terms) == 1:
             self.ones[node.outputs[0]] = self.shapes.canon(terms[0])
@@ -76,11 +85,15 @@ class IndexRanges:
             return self.ones[node.inputs[0]], 1
         if node.op == "Slice" and SLICE_TERMS in node.attrs:
             return self._sliced_arange(node)
+        if node.op == "Expand" and ranges.get(node.inputs[0], (None,))[0] == 1:
+            return ranges[node.inputs[0]]
         if node.op in PASS_VALUES and node.inputs[0] in ranges:
             return ranges[node.inputs[0]]
         if node.op in ("Add", "Sub", "Mul") and len(node.inputs) == 2:
             a, b = node.inputs
-            if node.op == "Mul":
+            if node.op == "Mul":        # integers: 0 * x is 0 (no inf or NaN to keep)
+                if self.graph.tensors[node.outputs[0]].dtype.kind not in "iu":
+                    return None
                 zero = next((x for x in (a, b) if ranges.get(x, (None, 1))[1] == 0 and ranges[x][0] == 1), None)
                 return (1, 0) if zero is not None else None
             for x, c in ((a, b), (b, a)) if node.op == "Add" else ((a, b),):
@@ -120,6 +133,41 @@ def _identity_gather(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: I
     return True
 
 
+def _unsqueezed_last(graph: Graph, name: str) -> str | None:
+    node = graph.producer(name)
+    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2:
+        return None
+    axes, rank = graph.value(node.inputs[1]), graph.tensors[name].rank
+    return node.inputs[0] if axes is not None and rank and [int(a) % rank for a in axes.reshape(-1)] == [rank - 1] \
+        else None
+
+
+def _identity_gather_nd(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRanges) -> bool:
+    """GatherND at (0, ..., arange(n), ..., 0) stacked on a last axis (torch.export's
+    `mask[batch_idx, kv_idx]`) reads a tensor that is 1 but along n in order: a Reshape of it."""
+    data, out = node.inputs[0], node.outputs[0]
+    concat, dims, out_dims = graph.producer(node.inputs[1]), shapes.of(data), shapes.dims.get(out)
+    if node.attrs.get("batch_dims", 0) or concat is None or concat.op != "Concat" or dims is None \
+            or out_dims is None or out in graph.outputs or len(concat.inputs) != len(dims) \
+            or concat.attrs.get("axis") not in (-1, graph.tensors[concat.outputs[0]].rank - 1):
+        return False
+    varying = 0
+    for axis, part in enumerate(concat.inputs):
+        source = _unsqueezed_last(graph, part)
+        n, offset = ranges.ranges.get(source, (None, None))
+        if offset != 0 or (n != 1 or dims[axis] != 1) and n != dims[axis]:
+            return False
+        varying += n != 1
+    known = [d if isinstance(d, int) else -1 for d in out_dims]
+    if varying > 1 or known.count(-1) > 1:
+        return False
+    target = graph.add_constant(f"{out}_shape", np.array(known, np.int64))
+    graph.remove_node(node)
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_reshape"), "Reshape", [data, target.name], [out],
+                        attrs={"allowzero": 0}, origin=node.origin or node.name))
+    return True
+
+
 def _row_range(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRanges) -> bool:
     """Rows offset .. offset + n - 1 of a constant table, n a run-time size: a Slice of the table
     (ncnn's Crop to an expression), given the indices' unit axes back."""
@@ -152,7 +200,7 @@ def _known_range(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: Index
             or not all(isinstance(d, int) for d in dims):
         return False
     n, offset = ranges.ranges[out]
-    value = (offset + np.arange(n)).reshape(dims).astype(graph.tensors[out].dtype)
+    value = (np.full(dims, offset) if n == 1 else (offset + np.arange(n)).reshape(dims)).astype(graph.tensors[out].dtype)
     known = graph.add_constant(f"{out}_known", value).name
     ranges.ranges[known], shapes.dims[known] = ranges.ranges[out], dims
     graph.replace_all_uses(out, known)
@@ -161,6 +209,7 @@ def _known_range(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: Index
 
 
 def _identity_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
+    """An Expand (or a Reshape) whose output terms are its input's: its input."""
     x, out = node.inputs[0], node.outputs[0]
     if out in graph.outputs or shapes.dims.get(out) is None or shapes.dims.get(out) != shapes.of(x) \
             or graph.tensors[x].dtype != graph.tensors[out].dtype:
@@ -204,7 +253,15 @@ def _constant_gather(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     value = graph.add_constant(f"{out.name}_uniform", np.full((1,) * out.rank, data.reshape(-1)[0], data.dtype))
     graph.replace_all_uses(out.name, value.name)
     graph.remove_node(node)
+    _fold_gathers(graph, value.name)
     return True
+
+
+def _fold_gathers(graph: Graph, name: str) -> None:
+    """The Gathers _broadcast_safe let through read constants now: fold them (their outputs shrink)."""
+    for reader in graph.consumers(name):
+        if reader.op == "Gather" and fold_node(graph, reader):
+            _fold_gathers(graph, reader.outputs[0])
 
 
 def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
@@ -233,10 +290,12 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
         if _known_range(graph, node, shapes, ranges):
             known += 1
             continue
-        if node.op == "Expand" and _identity_expand(graph, node, shapes):
+        if node.op in ("Expand", "Reshape") and _identity_expand(graph, node, shapes):
             expands += 1
         elif node.op == "Gather" and (_identity_gather(graph, node, shapes, ranges)
                                       or _row_range(graph, node, shapes, ranges)):
+            gathers += 1
+        elif node.op == "GatherND" and _identity_gather_nd(graph, node, shapes, ranges):
             gathers += 1
     for node in [n for n in graph.nodes.values() if n.op in ("Gather", "GatherElements") and not n.ncnn]:
         uniform += _constant_gather(graph, node, shapes)
@@ -247,5 +306,5 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
     if expands or gathers or known or filled:
         graph.remove_unused_tensors()
         infer_shapes(graph)
-    return {"identity_expands_removed": expands, "identity_gathers_removed": gathers, "extents_resolved": filled}
+    return {"identity_reshapes_removed": expands, "identity_gathers_removed": gathers, "extents_resolved": filled}
 
