@@ -11,7 +11,9 @@ holding offset + k along its one axis longer than 1, as the rewritten Range buil
 - a Gather along an axis of extent n at indices 0..n-1 read only by Reshapes that copy no extent
   is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
-  again from there.
+  again from there;
+- expressions (Reshape, fill, Slice sizes) name the inputs' extents, not the tensors they were
+  written against.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.runtime_fill import FILL_VALUE
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs
+from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
 from converter.op_groups import BROADCASTING
 from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
 
@@ -264,6 +266,28 @@ def _fold_gathers(graph: Graph, name: str) -> None:
             _fold_gathers(graph, reader.outputs[0])
 
 
+def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
+    """An expression's sizes named by the graph inputs' extents (or numbers) instead of the tensors
+    it was written against: a Reshape then no longer reads a tensor inside an attention block."""
+    if SHAPE_TERMS in node.attrs:
+        old = node.attrs[SHAPE_TERMS]
+        new = [shapes.canon(t) for t in old]
+        named = new
+    elif SLICE_TERMS in node.attrs:
+        old = node.attrs[SLICE_TERMS]
+        new = {**old, "starts": [shapes.canon(t) for t in old["starts"]], "ends": [shapes.canon(t) for t in old["ends"]]}
+        named = [*new["starts"], *new["ends"]]
+    else:
+        return False
+    if new == old:
+        return False
+    pins = len(pinned_inputs(node))
+    graph.set_inputs(node, node.inputs[:len(node.inputs) - pins])
+    node.attrs[SHAPE_TERMS if SHAPE_TERMS in node.attrs else SLICE_TERMS] = new
+    pin_refs(graph, node, named)
+    return True
+
+
 def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
     filled = 0
     for name, dims in shapes.dims.items():
@@ -280,11 +304,12 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
     ranges = IndexRanges(graph, shapes)
-    expands = gathers = uniform = known = 0
+    expands = gathers = uniform = known = renamed = 0
     for node in graph.topological():
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
+        renamed += _canonical_terms(graph, node, shapes)
         shapes.visit(node)
         ranges.visit(node)
         if _known_range(graph, node, shapes, ranges):
@@ -301,10 +326,10 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
         uniform += _constant_gather(graph, node, shapes)
     filled = _fill_numbers(graph, shapes)
     gathers += uniform
-    if expands or gathers or known:
+    if expands or gathers or known or renamed:
         remove_dead_shape_math(graph, set(math.terms))
-    if expands or gathers or known or filled:
+    if expands or gathers or known or renamed or filled:
         graph.remove_unused_tensors()
         infer_shapes(graph)
-    return {"identity_reshapes_removed": expands, "identity_gathers_removed": gathers, "extents_resolved": filled}
+    return {"terms_renamed": renamed, "identity_reshapes_removed": expands, "identity_gathers_removed": gathers, "extents_resolved": filled}
 
