@@ -249,7 +249,7 @@ def _constant_gather(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     """A gather from a constant holding one value everywhere (BERT's token_type_ids buffer of zeros,
     read at run-time positions) is that value, shaped all ones where its readers broadcast it."""
     data, out = _uniform(graph, node.inputs[0]), graph.tensors[node.outputs[0]]
-    if data is None or graph.value(node.inputs[1]) is not None or out.shape is None \
+    if data is None or graph.value(node.inputs[1]) is not None or out.shape is None or out.name in graph.outputs \
             or not _broadcast_safe(graph, out.name, shapes):
         return False
     value = graph.add_constant(f"{out.name}_uniform", np.full((1,) * out.rank, data.reshape(-1)[0], data.dtype))
