@@ -117,7 +117,7 @@ class SymbolicShapes:
             return
         try:
             found = self._rule(node)
-        except (ValueError, IndexError, TypeError):
+        except (ValueError, IndexError, TypeError, ZeroDivisionError):     # a malformed node: no rule
             found = None
         if node.op == "Split" and found is None:
             found = self._split(node)
@@ -137,7 +137,7 @@ class SymbolicShapes:
         """Split's pieces: the input's terms but along the axis, where each piece's own extent is
         known (constant split sizes, or known output shapes)."""
         x = self.of(node.inputs[0])
-        if x is None:
+        if not x:
             return None
         axis = node.attrs.get("axis", 0) % len(x)
         pieces = []

@@ -65,7 +65,10 @@ class IndexRanges:
         terms = node.attrs.get(SHAPE_TERMS)
         if node.op == "ConstantOfShape" and node.attrs.get(FILL_VALUE) == 1.0 and terms and len(terms) == 1:
             self.ones[node.outputs[0]] = self.shapes.canon(terms[0])
-        found = self._rule(node)
+        try:
+            found = self._rule(node)
+        except (IndexError, KeyError, TypeError, ValueError):       # a malformed node: no range
+            found = None
         if found is not None and len(node.outputs) == 1 and self._laid_out(node.outputs[0], found[0]):
             self.ranges[node.outputs[0]] = found
 
@@ -121,7 +124,7 @@ def _reads_elements_only(graph: Graph, reader: Node, name: str) -> bool:
 def _identity_gather(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRanges) -> bool:
     data, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
     dims = shapes.of(data)
-    if dims is None or indices not in ranges.ranges or out in graph.outputs:
+    if not dims or indices not in ranges.ranges or out in graph.outputs:
         return False
     n, offset = ranges.ranges[indices]
     axis = int(node.attrs.get("axis", 0)) % len(dims)
@@ -176,7 +179,8 @@ def _row_range(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRa
     table, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
     found = ranges.ranges.get(indices)
     dims = shapes.dims.get(indices)
-    if graph.value(table) is None or found is None or dims is None or isinstance(found[0], int) \
+    if graph.value(table) is None or not graph.tensors[table].rank or found is None or dims is None \
+            or isinstance(found[0], int) \
             or int(node.attrs.get("axis", 0)) % graph.tensors[table].rank != 0:
         return False
     n, offset = found
