@@ -8,6 +8,7 @@ as float32 numbers. One input read both ways cannot be fed either way.
 from __future__ import annotations
 
 from .ir import Graph, Node
+from .symbolic import REFS
 
 # ncnn layers that copy bits without reading them as numbers
 NCNN_MOVES_BITS = {"Noop", "Reshape", "Split", "Crop", "Slice", "Permute", "Flatten", "Concat"}
@@ -21,10 +22,11 @@ def _reads_as(graph: Graph, node: Node, slot: int) -> str:
     if node.ncnn:
         if node.op == "Embed":
             return "index"
-        if node.op == "Reshape" and slot > 0:        # an expression's extra bottom: only its shape
-            return "shape"
+        if node.op in ("Reshape", "Interp", "Crop") and slot > 0:    # an expression's or a size reference's
+            return "shape"                                             # extra bottom: only its shape
         return "bits" if node.op in NCNN_MOVES_BITS else "number"
-    if node.op in SHAPE_ONLY or (node.op in ("Reshape", "Slice", "Unsqueeze", "Squeeze") and slot > 0):
+    if node.op in SHAPE_ONLY or (node.op in ("Reshape", "Slice", "Unsqueeze", "Squeeze") and slot > 0) \
+            or slot >= len(node.inputs) - len(node.attrs.get(REFS, [])):      # named by sizes' terms
         return "shape"
     if node.op == "Gather":
         if slot == 1 and graph.tensors[node.inputs[0]].is_constant:

@@ -95,6 +95,9 @@ class Graph:
         # quantized models (passes/plan_int8.py): ONNX node -> its int8 plan, or why it runs in float
         self.int8_plans: dict[str, Any] = {}
         self.int8_fallbacks: dict[str, str] = {}
+        # (graph input, axis) -> the dim_param naming its run-time extent: ONNX says equal names are
+        # equal sizes (a BERT's input_ids and attention_mask share "seq")
+        self.dim_names: dict[tuple[str, int], str] = {}
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

@@ -348,6 +348,9 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
     initializers = {_text(t.name) for t in g.initializer}
     graph.inputs = [_text(i.name) for i in g.input if _text(i.name) not in initializers]
     graph.outputs = [_text(o.name) for o in g.output]
+    graph.dim_names = {(_text(vi.name), axis): d.dim_param for vi in g.input if _text(vi.name) in graph.inputs
+                       for axis, d in enumerate(vi.type.tensor_type.shape.dim)
+                       if d.HasField("dim_param") and not is_anonymous(d.dim_param)}
     for index, n in enumerate(g.node):
         name = _text(n.name) or f"{_text(n.op_type)}_{index}"
         while name in graph.nodes:

@@ -44,6 +44,7 @@ from .merge_wide_axes import merge_wide_axes
 from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
+from .resolve_symbolic_extents import resolve_symbolic_extents
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
 from .split_wide_transposes import split_wide_transposes
@@ -74,6 +75,9 @@ PIPELINE: list[Pass] = [
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,
+    # once run-time sizes are terms: extents that are numbers (a dynamic batch's 1) filled in,
+    # broadcasts and gathers that change nothing dropped, so fusions see the shapes they match
+    resolve_symbolic_extents,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv

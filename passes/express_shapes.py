@@ -18,7 +18,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.runtime_fill import express_expand, express_fill, express_range
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, known_value, op, pin_refs
+from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Term, extent, known_value, op, pin_refs
 
 from .infer_shapes import infer_shapes
 
@@ -60,7 +60,9 @@ class ShapeMath:
         outs = [o for o in node.outputs if o]
         if len(outs) != 1 or g.tensors[outs[0]].is_constant:
             return
-        if not _int_tensor(g, outs[0]) and (node.op not in FLOAT_EXACT or g.tensors[outs[0]].dtype.kind != "f"):
+        kind = g.tensors[outs[0]].dtype.kind
+        if not _int_tensor(g, outs[0]) and not (node.op == "Equal" and kind == "b") \
+                and (node.op not in FLOAT_EXACT or kind != "f"):
             return
         result = self._evaluate(node)
         if result is not None:
@@ -96,6 +98,8 @@ class ShapeMath:
             return [product]
         if node.op == "Concat" and all(t is not None for t in inputs):
             return [t for part in inputs for t in part]
+        if node.op in ("Equal", "Where"):
+            return _select(node.op, inputs)
         if node.op in BINARY and len(inputs) == 2 and all(t is not None for t in inputs):
             a, b = inputs
             if len(a) != len(b) and 1 not in (len(a), len(b)):
@@ -123,6 +127,44 @@ class ShapeMath:
         return data[slice(start, stop, step)]
 
 
+def _nonnegative(term: Term) -> bool:
+    """An extent, or sums, products, quotients, max/min of extents and non-negative numbers."""
+    if isinstance(term, int):
+        return term >= 0
+    if isinstance(term, Op):
+        return term.name in ("+", "*", "//", "max", "min") and _nonnegative(term.a) and _nonnegative(term.b)
+    return True
+
+
+def _equal(a: Term, b: Term) -> int | None:
+    """1 or 0 where known: equal numbers or terms, or an extent against a negative number (torch's
+    expand writes Where(shape == -1, 1, shape), and a size is never -1)."""
+    if a == b:
+        return 1
+    if isinstance(a, int) and isinstance(b, int):
+        return 0
+    for x, y in ((a, b), (b, a)):
+        if isinstance(y, int) and y < 0 and _nonnegative(x):
+            return 0
+    return None
+
+
+def _select(kind: str, inputs: list) -> list[Term] | None:
+    """Equal of two shape vectors, Where(condition, x, y) over them; None where a condition is open."""
+    if any(t is None for t in inputs) or len(inputs) != (2 if kind == "Equal" else 3):
+        return None
+    n = max(len(t) for t in inputs)
+    if any(len(t) not in (1, n) for t in inputs):
+        return None
+    a, b, *c = [t * n if len(t) == 1 else t for t in inputs]
+    if kind == "Equal":
+        result = [_equal(x, y) for x, y in zip(a, b)]
+        return None if None in result else result
+    if any(not isinstance(x, int) for x in a):
+        return None
+    return [y if x else z for x, y, z in zip(a, b, c[0])]
+
+
 def _express_reshapes(graph: Graph) -> int:
     math = ShapeMath(graph)
     expressed = 0
@@ -139,7 +181,7 @@ def _express_reshapes(graph: Graph) -> int:
         else:
             expressed += _express_fill(graph, node, math)
     if expressed:
-        _remove_dead_shape_math(graph, set(math.terms))
+        remove_dead_shape_math(graph, set(math.terms))
     return expressed
 
 
@@ -199,7 +241,7 @@ def _express(graph: Graph, node: Node, terms: list[Term]) -> None:
         out.shape = tuple(o if o is not None else s for o, s in zip(out.shape, shape))
 
 
-def _remove_dead_shape_math(graph: Graph, shape_tensors: set[str]) -> None:
+def remove_dead_shape_math(graph: Graph, shape_tensors: set[str]) -> None:
     """Shape-math nodes whose every output is read by nobody now (one reverse walk)."""
     for node in reversed(graph.topological()):
         outs = [o for o in node.outputs if o]

@@ -10,8 +10,8 @@
 ncnn computes (x_q Wq + bq) * scale, the per-head scores plus a (T, S) or (H, T, S) mask,
 its softmax, and the output projection in one layer (multiheadattention.cpp). The layout ops are
 checked by running them on an array of element indexes: each head must read exactly the columns
-h*D..h*D+D-1 of its projection, and the output must put head h's column d at h*D+d. Shapes must be
-static. Every intermediate tensor must be read only inside the match. Where the numbers would
+h*D..h*D+D-1 of its projection, and the output must put head h's column d at h*D+d. Run-time
+sequence lengths are checked at two sets of sizes (attention_probe.py). Every intermediate tensor must be read only inside the match. Where the numbers would
 differ (mask added before the scale, a scale on v, softmax over another axis, a mask that is
 multiplied) the nodes are left as they are. One walk over the Softmax nodes.
 """
@@ -22,17 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
+from converter.symbolic import pinned_inputs
+
+from .attention_probe import NoMatch, match_at_any_size, need as _need, symbolic_shapes
 
 LAYOUT_OPS = {"Reshape", "Transpose", "Gather", "Slice", "Split", "Squeeze", "Unsqueeze", "Flatten"}
-
-
-class NoMatch(Exception):
-    pass
-
-
-def _need(ok: bool) -> None:
-    if not ok:
-        raise NoMatch
 
 
 def _const(graph: Graph, name: str) -> np.ndarray | None:
@@ -177,7 +171,8 @@ def _trace_back(graph: Graph, name: str, allow_scale: bool) -> tuple[Projection,
             name, factor = scaled
             scale *= factor
             continue
-        _need(node.op in LAYOUT_OPS and node.inputs and node.inputs.count(node.inputs[0]) == 1)
+        data = node.inputs[:len(node.inputs) - len(pinned_inputs(node))]     # not the tensors sizes name
+        _need(node.op in LAYOUT_OPS and data and data.count(data[0]) == 1)
         chain.append((node, name, False))
         name = node.inputs[0]
 
@@ -378,12 +373,12 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
 
 
 def fuse_attention(graph: Graph) -> dict:
-    fused, masks = 0, {}
+    fused, masks, shapes = 0, {}, symbolic_shapes(graph)
     for softmax in graph.topological():
         if softmax.op != "Softmax" or softmax.ncnn or softmax.name not in graph.nodes:
             continue
         try:
-            node, nodes, mask_nodes = _match(graph, softmax, masks)
+            node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, _scores, masks)
         except NoMatch:
             continue
         for n in nodes:

@@ -326,10 +326,17 @@ BUILDERS = {
 
 # exported with these input axes dynamic (named as in dynamic_axes); the manifest's shapes are one size
 SEQ_AXES = {0: "batch", 1: "seq"}
-DYNAMIC = {"bert_mask_dyn": {"input_ids": SEQ_AXES, "attention_mask": SEQ_AXES},
+TEXT_DYN = {"input_ids": SEQ_AXES, "attention_mask": SEQ_AXES}
+DYNAMIC = {"bert_mask_dyn": TEXT_DYN, "distilbert_dyn": TEXT_DYN, "roberta_dyn": TEXT_DYN, "gpt2_mask_dyn": TEXT_DYN,
            "vit_dyn": {"x": {0: "batch"}}, "cnn_dyn": {"x": {0: "batch", 2: "height", 3: "width"}}}
-BUILDERS.update({"bert_mask_dyn": lambda: bert(True), "vit_dyn": timm_vit,
+BUILDERS.update({"bert_mask_dyn": lambda: bert(True), "distilbert_dyn": distilbert, "roberta_dyn": roberta,
+                 "gpt2_mask_dyn": lambda: gpt2(True), "vit_dyn": timm_vit,
                  "cnn_dyn": lambda: (SmallCnn(), [image("x")], ["logits"])})
+# the sizes tests/real_models/test_zoo.py also runs each dynamic model at (one converted file), by axis name;
+# a sequence of 16 (twice the export's) reaches past the 8 every static file holds; the batch stays 1
+SEQ_SIZES = [{"seq": 5}, {"seq": 16}]
+CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "roberta_dyn": SEQ_SIZES,
+                 "gpt2_mask_dyn": SEQ_SIZES, "cnn_dyn": [{"height": 48, "width": 40}]}
 
 
 # ---- export and checks ----
@@ -360,8 +367,9 @@ def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | No
         kwargs["dynamic_axes"] = dynamic
     elif dynamic:     # positional, one entry per input; Dims of the same name are the same size
         dims = {n: torch.export.Dim(n, max=32 if n == "seq" else 64) for axes in dynamic.values() for n in axes.values()}
-        kwargs["dynamic_shapes"] = tuple({a: dims[n] for a, n in dynamic.get(s[0], {}).items()} or None
-                                         for s in specs)
+        shapes = tuple({a: dims[n] for a, n in dynamic.get(s[0], {}).items()} or None for s in specs)
+        # an Outputs wrapper takes *args: torch.export sees one argument, the tuple of them
+        kwargs["dynamic_shapes"] = (shapes,) if isinstance(model, Outputs) else shapes
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         sink = io.StringIO()
@@ -457,7 +465,8 @@ def main(argv=None) -> int:
                 "model": name, "exporter": exporter,
                 "inputs": [dict(zip(("name", "shape", "dtype", "kind", "low", "high"), s)) for s in specs],
                 "outputs": out_names, "bytes": path.stat().st_size, "ops": ops,
-                **({"dynamic": DYNAMIC[name]} if name in DYNAMIC else {})}
+                **({"dynamic": DYNAMIC[name]} if name in DYNAMIC else {}),
+                **({"checked_sizes": CHECKED_SIZES[name]} if name in CHECKED_SIZES else {})}
             print(f"{key}: {path.stat().st_size // 1024} KiB, {sum(ops.values())} nodes: "
                   + " ".join(f"{k}:{v}" for k, v in ops.items()), flush=True)
             if args.publish:

@@ -150,7 +150,11 @@ def _embedding(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: int) 
     if axis != 0:
         raise fail(node, graph, f"a constant table read at run-time indices along axis {axis}: only axis 0 "
                                 "(rows, an embedding) maps to ncnn's Embed")
-    if indices.shape is None or None in indices.shape:
+    rows, width = table.shape[0], int(np.prod(table.shape[1:], dtype=np.int64))
+    # a run-time count of words is fine where the ids are a 1-D blob and the rows come out as they are
+    one_blob = indices.shape is not None and len(indices.ncnn_shape) == 1 and out.shape is not None \
+        and tuple(out.ncnn_shape) == (indices.ncnn_shape[0], width)
+    if indices.shape is None or None in indices.shape and not one_blob:
         raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
     source = _index_source(graph, node, indices.name)
     _, as_numbers = readers(graph, source)
@@ -158,8 +162,7 @@ def _embedding(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: int) 
         other = as_numbers[0]
         raise fail(node, graph, f"input '{source}' is read as int32 word indices here and as numbers by "
                                 f"{other.op} node '{other.origin or other.name}'; ncnn takes it one way only")
-    rows, width = table.shape[0], int(np.prod(table.shape[1:], dtype=np.int64))
-    words = int(np.prod(indices.shape, dtype=np.int64))
+    words = indices.ncnn_shape[0] if one_blob else int(np.prod(indices.shape, dtype=np.int64))
     layers, flat = [], indices.name
     if tuple(indices.ncnn_shape) != (words,):       # Embed reads a 1-D blob
         flat = new_tensor(graph, f"{indices.name}_words", (words,), None)

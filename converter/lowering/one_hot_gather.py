@@ -82,18 +82,21 @@ def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: i
     if any(d != 1 for d in table.shape[:axis]):
         raise fail(node, graph, f"run-time indices along axis {axis} of {list(table.shape)}: only the first axis "
                                 "that is not 1 can be read at run-time positions")
-    if index.shape is None or None in index.shape:
+    # a run-time count of indices (a sequence length) is one inferred extent of the one-hot rows
+    unknown = index.shape is not None and None in index.shape
+    if index.shape is None or unknown and (sum(d is None for d in index.ncnn_shape) != 1
+                                           or out.shape is None or sum(d is None for d in out.ncnn_shape) != 1):
         raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
     if table.is_constant and not np.all(np.isfinite(table.value)):
         raise fail(node, graph, f"the table '{table.name}' holds inf or NaN, which a one-hot product turns into NaN")
     rows, width = table.shape[axis], math.prod(table.shape[axis + 1:])
-    count = math.prod(index.shape)
-    if count * rows > MAX_ONE_HOT:
+    count = None if unknown else math.prod(index.shape)
+    if count is not None and count * rows > MAX_ONE_HOT:
         raise fail(node, graph, f"{count} run-time indices into {rows} rows: the one-hot lookup would need "
                                 f"{count * rows} elements (at most {MAX_ONE_HOT})")
     if rows >= SLOW_ROWS and getattr(graph, "warnings", None) is not None:
         graph.warnings.append(f"{node.describe()}: run-time indices into {rows} rows become a one-hot product "
-                              f"({count * rows * width} multiply-adds per run), exact but much slower than an Embed")
+                              f"({rows * width} multiply-adds per index), exact but much slower than an Embed")
     layers, hot = _one_hot(graph, node, index.name, count, rows, out.name)
     picked = new_tensor(graph, f"{out.name}_picked", (count, width), None)
     if table.is_constant:

@@ -1,7 +1,9 @@
 """The export zoo (models/zoo, made by scripts/export_zoo.py with both torch exporters): each model
 converts and its every output matches onnxruntime in the real ncnn and in the interpreter
-(|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|), or it is listed in EXPECTED_REFUSED and conversion
-refuses in one line containing the listed text. Fix a cause, move its models out of the table."""
+(|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|), from one converted file at the export's shapes and at
+each of the manifest's checked_sizes for its dynamic axes, or it is listed in EXPECTED_REFUSED and
+conversion refuses in one line containing the listed text. Fix a cause, move its models out of the table."""
+import collections
 import json
 
 import onnx
@@ -13,20 +15,25 @@ from tests.onnx_cases import MODELS
 ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 
-RANK5 = "ncnn axes (shape"                               # a tensor of more than 4 axes after the batch
-EXPECTED_REFUSED = {
-    "bert_mask_dyn_ts": RANK5,                       # the mask gathered to (1, 1, 1, S, 1) at a run-time S
-}
+# name -> text of its one-line refusal
+EXPECTED_REFUSED: dict[str, str] = {}
 
 
-OTHER_SIZE = {"seq": 5, "height": 48, "width": 40}     # dynamic axes are also tried at these sizes
+# a run-time sequence length keeps the transformer fusions: every zoo text model has 2 layers (5 norms)
+SEQ_FUSIONS = {"MultiHeadAttention": 2, "GELU": 2, "LayerNorm": 5, "MatMul": 0, "Softmax": 0}
 
 
-def specs(name, resized=False):
-    """The inputs' specs; `resized`: with the dynamic axes (other than the batch) at OTHER_SIZE."""
+def sizes_checked(name) -> list[dict]:
+    """The manifest's extra sizes for the dynamic axes (by their names), one dict per run beyond the
+    manifest's own shapes: one converted file must match onnxruntime at each."""
+    return MANIFEST[name].get("checked_sizes", [])
+
+
+def specs(name, sizes=None):
+    """The inputs' specs; with `sizes`, the dynamic axes (other than the batch) so named resized."""
     entries = {i["name"]: dict(i) for i in MANIFEST[name]["inputs"]}
-    for input_name, axes in (MANIFEST[name].get("dynamic", {}) if resized else {}).items():
-        entries[input_name]["shape"] = [OTHER_SIZE.get(axes.get(str(k)), n)
+    for input_name, axes in (MANIFEST[name].get("dynamic", {}) if sizes else {}).items():
+        entries[input_name]["shape"] = [sizes.get(axes.get(str(k)), n)
                                         for k, n in enumerate(entries[input_name]["shape"])]
     return entries
 
@@ -41,11 +48,20 @@ def test_zoo_model(name):
         assert EXPECTED_REFUSED[name] in converted.detail, converted.detail
         return
     assert not isinstance(converted, Verdict), converted
+    if any("seq" in axes.values() for axes in MANIFEST[name].get("dynamic", {}).values()):
+        types = collections.Counter(n.op for n in converted.graph.nodes.values())
+        assert {k: types[k] for k in SEQ_FUSIONS} == SEQ_FUSIONS, f"{name}: {dict(types)}"
     feeds = [draw_feeds(specs(name), seed=0)]
-    if any(set(axes.values()) & set(OTHER_SIZE) for axes in MANIFEST[name].get("dynamic", {}).values()):
-        feeds.append(draw_feeds(specs(name, resized=True), seed=1))     # one file for every size
+    feeds += [draw_feeds(specs(name, sizes), seed=1 + k) for k, sizes in enumerate(sizes_checked(name))]
     verdict = judge_converted(converted, model, feeds)
     assert verdict.status == "pass", f"{name}: {verdict.detail}"
+
+
+def test_every_dynamic_axis_but_the_batch_is_checked_at_other_sizes():
+    for name, entry in MANIFEST.items():
+        axes = {a for dims in entry.get("dynamic", {}).values() for a in dims.values()} - {"batch"}
+        assert all(axes <= set(sizes) for sizes in sizes_checked(name)), name
+        assert not axes or sizes_checked(name), f"{name}: dynamic {sorted(axes)} but no checked_sizes"
 
 
 def test_manifest_lists_every_file_and_the_zoo_stays_small():

@@ -1,0 +1,148 @@
+"""Attention matched where the sequence lengths are run-time sizes (used by fuse_attention).
+
+fuse_attention checks head layouts by running the layout ops on arrays of element indexes, which
+needs numbers for every extent. With a dynamic sequence length the extents are terms over the
+inputs' sizes (converter/symbolic_shapes.py): the match runs twice on views of the graph where
+every symbol takes a size, two different sets of sizes (distinct primes, unlike any static
+extent), and the fusion is kept only when both runs match the same nodes into the same layer:
+a layout that read other columns at another length would differ in one of them. ncnn's
+MultiHeadAttention takes any number of rows; its mask must already have one row per query and
+one column per key (T, S), which the view checks too, and reaches it through Squeeze/Unsqueeze
+only (ranks, no sizes).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from converter.ir import Graph, Node, Tensor
+from converter.symbolic import Ref, refs
+from converter.symbolic_shapes import SymbolicShapes, evaluate
+
+class NoMatch(Exception):
+    pass
+
+
+def need(ok: bool) -> None:
+    if not ok:
+        raise NoMatch
+
+
+PROBES = ((101, 103, 107, 109, 113, 127, 131, 137), (211, 223, 227, 229, 233, 239, 241, 251))
+
+
+class _Tensors:
+    """graph.tensors as a probe sees them: symbolic extents evaluated at its sizes."""
+
+    def __init__(self, view: "ProbedGraph"):
+        self.view = view
+
+    def __getitem__(self, name: str) -> Tensor:
+        t = self.view.graph.tensors[name]
+        dims = self.view.shapes.dims.get(name)
+        if t.shape is None or dims is None or len(dims) != len(t.shape) or None not in t.shape:
+            return t
+        sized = tuple(evaluate(d, self.view.sizes) for d in dims)
+        return replace(t, shape=tuple(s if s is not None else d for s, d in zip(sized, t.shape)))
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self.view.graph.tensors else default
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.view.graph.tensors
+
+
+class ProbedGraph:
+    """The graph, read through a probe; everything but `tensors` is the graph's own."""
+
+    def __init__(self, graph: Graph, shapes: SymbolicShapes, sizes: dict[Ref, int]):
+        self.graph, self.shapes, self.sizes = graph, shapes, sizes
+        self.tensors = _Tensors(self)
+
+    def __getattr__(self, name: str):
+        return getattr(self.graph, name)
+
+
+def symbolic_shapes(graph: Graph) -> SymbolicShapes | None:
+    """Every tensor's terms (one walk), or None for a graph whose extents are all known."""
+    if not any(t.shape is not None and None in t.shape for t in graph.tensors.values()):
+        return None
+    shapes = SymbolicShapes(graph)
+    for node in graph.topological():
+        if not node.ncnn:
+            shapes.visit(node)
+    return shapes
+
+
+def _symbols(shapes: SymbolicShapes) -> list[Ref]:
+    found = {r for dims in shapes.dims.values() if dims for d in dims if d is not None for r in refs(d)}
+    return sorted(found, key=repr)
+
+
+def _same(a: Node, b: Node) -> bool:
+    return a.params == b.params and len(a.weights) == len(b.weights) and all(
+        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a.weights, b.weights))
+
+
+def probed_match(graph: Graph, shapes: SymbolicShapes, softmax: Node, match: Callable, scores: Callable,
+                 masks: dict) -> tuple[Node, list[Node], list[Node]]:
+    """fuse_attention's `match` at two sets of sizes; the fused layer when both agree, its mask made
+    from the run-time mask by rank changes. Raises what `match` raises when they do not."""
+    symbols = _symbols(shapes)
+    if len(symbols) > len(PROBES[0]):
+        raise LookupError("too many run-time sizes to probe")
+    runs = []
+    for probe in PROBES:
+        view = ProbedGraph(graph, shapes, dict(zip(symbols, probe)))
+        fused, nodes, _ = match(view, softmax, {})
+        mask = scores(view, softmax)[3]
+        full = None if mask is None else (1,) * (4 - view.tensors[mask].rank) + view.tensors[mask].shape
+        runs.append((fused, {n.name for n in nodes}, mask, full, view))
+    (fused, names, mask, full, view), (other, other_names, _, other_full, _) = runs
+    if not _same(fused, other) or names != other_names:
+        raise LookupError("the layer differs between sizes")
+    nodes = [graph.nodes[n] for n in names]
+    if mask is None:
+        return fused, nodes, []
+    heads = fused.params[1]
+    for f, v in ((full, view), (other_full, runs[1][4])):
+        t, s = (v.tensors[x].ncnn_shape[0] for x in fused.inputs[:2]) if len(fused.inputs) > 2 else \
+            (v.tensors[fused.inputs[0]].ncnn_shape[0],) * 2
+        if graph.tensors[mask].dtype != np.float32 or f[0] != 1 or f[1] not in (1, heads) or f[2:] != (t, s):
+            raise LookupError("the mask is broadcast along its rows or columns")
+    key = (mask, heads)
+    made = []
+    if key not in masks:
+        masks[key], made = _mask_blob(graph, mask, full[1] == 1)
+    fused.inputs[-1] = masks[key]
+    return fused, nodes, made
+
+
+def _mask_blob(graph: Graph, mask: str, shared: bool) -> tuple[str, list[Node]]:
+    """The mask as (1, T, S) (one for all heads) or (1, H, T, S), batch axis first, by rank changes."""
+    m = graph.tensors[mask]
+    want = 3 if shared else 4
+    if m.rank == want:
+        return mask, []
+    squeeze = m.rank > want
+    axes = graph.add_constant(f"{mask}_heads_axis", np.array([1 if squeeze else 0], np.int64)).name
+    shape = m.shape[:1] + m.shape[2:] if squeeze else (1, *m.shape)
+    out = graph.add_tensor(Tensor(graph.fresh_name(f"{mask}_rows"), shape, np.dtype(np.float32), batch_axis=0))
+    node = Node(graph.fresh_name(f"{mask}_rows"), "Squeeze" if squeeze else "Unsqueeze", [mask, axes], [out.name])
+    return out.name, [node]
+
+
+def match_at_any_size(graph: Graph, shapes: SymbolicShapes | None, softmax: Node, match: Callable,
+                      scores: Callable, masks: dict) -> tuple[Node, list[Node], list[Node]]:
+    """`match` on the graph as it is; where that fails and sizes are run-time terms, probed_match."""
+    try:
+        return match(graph, softmax, masks)
+    except NoMatch:
+        if shapes is None:
+            raise
+    try:
+        return probed_match(graph, shapes, softmax, match, scores, masks)
+    except LookupError:
+        raise NoMatch from None
