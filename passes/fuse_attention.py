@@ -272,7 +272,9 @@ def _mask_input(graph: Graph, mask: str, heads: int, t: int, s: int, stem: str) 
     target = (1, t, s) if full[1] == 1 else (1, heads, t, s)
     if m.is_constant:
         value = np.broadcast_to(m.value.reshape(full), (1, full[1], t, s)).reshape(target)
-        return graph.add_constant(f"{stem}_mask", np.ascontiguousarray(value, np.float32)).name, []
+        const = graph.add_constant(f"{stem}_mask", np.ascontiguousarray(value, np.float32))
+        const.batch_axis = 0        # ncnn reads (T, S) or (H, T, S): a leading 1 would be a 4th axis
+        return const.name, []
     nodes, name = [], mask
     direct = (1, full[2], full[3]) if full[1] == 1 else full
     if m.shape != direct:

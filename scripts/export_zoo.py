@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 SEQ, VOCAB, HIDDEN, HEADS, LAYERS = 8, 100, 32, 2, 2
 EXPORTERS = {"ts": False, "dynamo": True}       # name suffix -> torch.onnx.export(dynamo=...)
 
@@ -338,6 +339,10 @@ SEQ_SIZES = [{"seq": 5}, {"seq": 16}]
 CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "roberta_dyn": SEQ_SIZES,
                  "gpt2_mask_dyn": SEQ_SIZES, "cnn_dyn": [{"height": 48, "width": 40}]}
 
+# the second round's builders (phone/board CNNs and hybrids, more Hugging Face encoders) import this
+# module's helpers, so they are merged into BUILDERS only when main runs
+from scripts import zoo_cnn, zoo_hf, zoo_tv  # noqa: E402
+
 
 # ---- export and checks ----
 
@@ -427,6 +432,7 @@ def build(name: str):
 
 
 def main(argv=None) -> int:
+    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS})
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models to export (default all: {' '.join(BUILDERS)})")
     parser.add_argument("--out", type=Path, default=ROOT / "models" / "zoo")

@@ -75,6 +75,9 @@ def _wrapped(graph: Graph, node: Node, indices: np.ndarray, extent: int | None) 
 
 
 def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: np.ndarray) -> list[Node]:
+    if axis == x.batch_axis and x.shape[axis] == 1 and indices.size == 1:
+        _wrapped(graph, node, indices, 1)      # the one row of an extent-1 axis (an attention-pooled
+        return [_index_shape(graph, node, x, out, axis, indices.ndim)]    # query's [:, 0]): a reshape
     nc_axis = ncnn_axis(graph, node, x.name, axis)
     if indices.size == 0:
         raise fail(node, graph, "no indices: ncnn cannot hold empty tensors")

@@ -20,8 +20,9 @@ from ..ir import Graph, Node, Tensor
 from ..ncnn_layers import UNARY_OPS
 from . import LOWERINGS, lowers
 from .common import fail, layer, new_tensor, reshape_layer
-from .gather import _pick
+from .gather import MAX_GATHER_PIECES, _pick, _runs
 from .one_hot_gather import one_hot_gather
+from .select_matmul import select_by_matmul
 
 
 def _static_data(graph: Graph, node: Node) -> Tensor:
@@ -150,4 +151,7 @@ def gather_elements(graph: Graph, node: Node) -> list[Node]:
     coords[axis] = _wrap(graph, node, indices, data.shape[axis])
     if any(i > d for i, d in zip(indices.shape, data.shape)):
         raise fail(node, graph, f"indices of shape {list(indices.shape)} exceed the data's {list(data.shape)}")
-    return _flat_gather(graph, node, data, data.rank, np.ravel_multi_index(coords, data.shape))
+    linear = np.ravel_multi_index(coords, data.shape)
+    if axis == data.rank - 1 and len(_runs(linear.reshape(-1).tolist())) > MAX_GATHER_PIECES:
+        return select_by_matmul(graph, node, data, coords[axis])    # scattered rows (DeBERTa's c2p)
+    return _flat_gather(graph, node, data, data.rank, linear)

@@ -34,9 +34,10 @@ def test_gather_refusals(indices, why):
         convert(gather_model([1, 4, 5, 6], indices, 1))
 
 
-def test_gather_on_the_batch_axis_is_refused():
-    with pytest.raises(ConversionError, match="batch axis"):
-        convert(gather_model([1, 4, 5, 6], 0, 0))
+def test_gather_on_the_batch_axis_reads_its_one_row(tmp_path):
+    """The batch axis has extent 1: index 0 (or -1) is the whole tensor without that axis."""
+    model = gather_model([1, 4, 5, 6], 0, 0)
+    check_in_ncnn(model, tmp_path, rtol=0, atol=0)
 
 
 def embedding_model(ids_shape, table_shape, ids_type=TensorProto.INT64, cast_to=None, after=()):

@@ -15,8 +15,11 @@ from tests.onnx_cases import MODELS
 ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 
+RANK5 = "ncnn axes (shape"                               # a tensor of more than 4 axes after the batch
 # name -> text of its one-line refusal
-EXPECTED_REFUSED: dict[str, str] = {}
+EXPECTED_REFUSED = {
+    "tv_maxvit_dynamo": RANK5,                       # torch.export's 6-D window partition (1, 2, 2, 2, 2, 32)
+}
 
 
 # a run-time sequence length keeps the transformer fusions: every zoo text model has 2 layers (5 norms)
@@ -68,4 +71,4 @@ def test_manifest_lists_every_file_and_the_zoo_stays_small():
     files = {p.stem for p in ZOO.glob("*.onnx")}
     assert files == set(MANIFEST)
     assert set(EXPECTED_REFUSED) <= files
-    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 8 * 2**20
+    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 16 * 2**20
