@@ -17,23 +17,24 @@ from converter.ir import Graph, Tensor
 def hoist_relu_over_qdq(graph: Graph) -> dict:
     if not any(n.op == "QuantizeLinear" for n in graph):
         return {}
-    hoisted, planned_on = 0, {}
-    for plan in graph.int8_plans.values():
-        planned_on.setdefault(getattr(plan, "x", None), []).append(plan)
+    hoisted = 0
     for relu in [n for n in graph.topological() if n.op == "Relu" and not n.ncnn]:
         dq = graph.producer(relu.inputs[0])
         q = graph.producer(dq.inputs[0]) if dq is not None and dq.op == "DequantizeLinear" else None
         if q is None or q.op != "QuantizeLinear" or graph.use_count(dq.outputs[0]) != 1 \
                 or graph.use_count(q.outputs[0]) != 1 or relu.outputs[0] in graph.outputs:
             continue
+        # the moved pair writes the Relu's output name (the same values onnxruntime gives it) and a
+        # fresh int8 tensor: no blob keeps an ONNX name whose values changed (verify compares by name)
         y, out = q.inputs[0], relu.outputs[0]
         rectified = graph.add_tensor(replace(graph.tensors[y], name=graph.fresh_name(f"{y}_relu"), value=None))
-        graph.replace_all_uses(out, dq.outputs[0])
-        graph.remove_node(relu)
+        quantized = graph.add_tensor(replace(graph.tensors[q.outputs[0]], name=graph.fresh_name(f"{q.outputs[0]}_relu"),
+                                             value=None))
+        for node in (relu, dq, q):
+            graph.remove_node(node)
         graph.add_node(replace(relu, inputs=[y], outputs=[rectified.name]))
-        graph.replace_input(q, 0, rectified.name)
-        for plan in planned_on.get(out, []):           # an int8 layer planned on the Relu's output
-            plan.x = dq.outputs[0]
+        graph.add_node(replace(q, inputs=[rectified.name, *q.inputs[1:]], outputs=[quantized.name]))
+        graph.add_node(replace(dq, inputs=[quantized.name, *dq.inputs[1:]], outputs=[out]))
         hoisted += 1
     if hoisted:
         graph.remove_unused_tensors()

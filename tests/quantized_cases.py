@@ -85,6 +85,9 @@ def qdq_moves_model() -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "qdq_moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 9]),
                                helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 3, 6, 6])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 MS = "com.microsoft"
 X_SCALE, X2_SCALE, Y_SCALE = 0.02, 0.03, 0.025
 
