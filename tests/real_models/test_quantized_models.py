@@ -34,19 +34,13 @@ def _onnxruntime(path: str, feeds: dict, optimized: bool) -> list[np.ndarray]:
 def test_quantized_real_model(tmp_path, name):
     path = str(quantized(name))
     feeds = calibration_feeds(name, seed=99)[0]          # not one of the calibration inputs
-    converted = convert(path, input_shapes={k: list(v.shape) for k, v in feeds.items()})
+    converted, got = _converted_run(tmp_path, path, feeds)
     assert converted.stats["int8_layers"] >= MIN_INT8_LAYERS[name]
-    param, bin_ = tmp_path / "q.param", tmp_path / "q.bin"
-    converted.save(param, bin_)
-    io = converted.io()
-    ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-    outputs = [e["ncnn"] for e in io["outputs"]]
-    got = {"ncnn": run_ncnn(param, bin_, ncnn_feeds, outputs), "interpreter": converted.run(ncnn_feeds, layout="ncnn")}
     spec, fused = _onnxruntime(path, feeds, False), _onnxruntime(path, feeds, True)
-    for e, want, own in zip(io["outputs"], spec, fused):
+    for k, (e, want, own) in enumerate(zip(converted.io()["outputs"], spec, fused)):
         own_err = np.abs(own - want).ravel()
         for backend, results in got.items():
-            err = np.abs(results[e["ncnn"]].reshape(want.shape) - want).ravel()
+            err = np.abs(results[k].reshape(want.shape) - want).ravel()
             assert err.max() <= 1.5 * own_err.max(), (name, backend, e["onnx"], err.max(), own_err.max())
             assert err.mean() <= 5 * own_err.mean(), (name, backend, e["onnx"], err.mean(), own_err.mean())
 
