@@ -36,6 +36,17 @@ def _dhw(params: dict, ids: tuple[int, int, int], values) -> None:
     params.update({ids[0]: int(w), ids[1]: int(h), ids[2]: int(d)})
 
 
+def _window_params(cout: int, weight: np.ndarray, kernel, geo: dict, begin, end) -> dict:
+    """The 3-D Convolution/Deconvolution params both share: outputs, weight size and the window."""
+    params = {0: cout, 6: int(weight.size)}
+    _dhw(params, (1, 11, 21), kernel)
+    _dhw(params, (2, 12, 22), geo["dilations"])
+    _dhw(params, (3, 13, 23), geo["strides"])
+    _dhw(params, (4, 14, 24), begin)
+    _dhw(params, (15, 16, 17), end)
+    return params
+
+
 def conv3d(graph: Graph, node: Node, weights_of) -> list[Node]:
     shape, nspatial = spatial_input(graph, node, ranks=(5,))
     weight, bias, group, kernel = weights_of(graph, node, nspatial)
@@ -46,12 +57,7 @@ def conv3d(graph: Graph, node: Node, weights_of) -> list[Node]:
     geo = window_attrs(graph, node, nspatial, kernel)
     extents = [d * (k - 1) + 1 for k, d in zip(kernel, geo["dilations"])]
     begin, end = _explicit_pads(graph, node, shape[2:], extents, geo)
-    params = {0: cout, 6: int(weight.size)}
-    _dhw(params, (1, 11, 21), kernel)
-    _dhw(params, (2, 12, 22), geo["dilations"])
-    _dhw(params, (3, 13, 23), geo["strides"])
-    _dhw(params, (4, 14, 24), begin)
-    _dhw(params, (15, 16, 17), end)
+    params = _window_params(cout, weight, kernel, geo, begin, end)
     weights = [weight]
     if bias is not None:
         if np.size(bias) not in (1, cout):
@@ -118,12 +124,7 @@ def conv_transpose3d(graph: Graph, node: Node, weights_of, geometry) -> list[Nod
         raise fail(node, graph, f"weight {list(weight.shape)} with group {group} does not fit "
                                 f"{shape[1]} input channels")
     begin, end, geo = geometry(graph, node, shape[2:], kernel, nspatial)
-    params = {0: cout, 6: int(weight.size)}
-    _dhw(params, (1, 11, 21), kernel)
-    _dhw(params, (2, 12, 22), geo["dilations"])
-    _dhw(params, (3, 13, 23), geo["strides"])
-    _dhw(params, (4, 14, 24), begin)
-    _dhw(params, (15, 16, 17), end)
+    params = _window_params(cout, weight, kernel, geo, begin, end)
     _dhw(params, (18, 19, 20), geo["output_padding"])
     # ONNX (in, out/group, k...) -> ncnn per group (out/group, in/group, k...)
     weights = [weight.reshape(group, cin // group, *weight.shape[1:]).swapaxes(1, 2)]
