@@ -100,3 +100,13 @@ def test_cast_from_half_on_float32_values_is_refused(tmp_path, type_from):
     assert not np.array_equal(real, x)          # ncnn reads the float32 bits as halves
     with pytest.raises(InterpreterError, match="would read their bits"):
         interpret("Cast", cast_params(type_from, 1), [x])
+
+
+@pytest.mark.parametrize("shape", [(20,), (4, 5), (16, 3), (4, 1, 3), (3, 3, 5), (2, 3, 2, 3)], ids=str)
+def test_bfloat16_ties_follow_the_cpus_lanes(tmp_path, shape):
+    # every value a tie: on an AVX512-BF16 CPU the values the runtime converts eight at a time
+    # (in packed order) round to even, the rest of each chunk away from zero; elsewhere all away
+    x = np.full(shape, 1 + 2 ** -8, np.float32)
+    x.flat[::2] *= -1
+    real = run_real(tmp_path, cast_chain((1, 4), (4, 1)), {"b0": x})["b2"]
+    np.testing.assert_array_equal(run(cast_chain((1, 4), (4, 1)), {"b0": x})["b2"], real)

@@ -8,6 +8,10 @@ float32 values it represents. What the pip runtime (1.0.20261020, x86) was measu
   blob for 1-D/2-D, each channel for 3-D/4-D; none when packing makes the chunk a multiple
   of 4) one by one: ties away from zero and results below 2**-14 flushed to zero;
 - 1 -> 4 rounds to bfloat16 by adding half an ulp and truncating (ties away from zero);
+  on a CPU with AVX512-BF16 the runtime converts eight values at a time with the CPU's own
+  instruction (ties to even) and the rest of each chunk one by one (ties away); the chunk is
+  the packed blob (elempack 16/8/4 where the outer extent divides by it), so which values tie
+  to even depends on the shape. The interpreter follows the CPU it runs on;
 - 2 -> 1 and 4 -> 1 after such a cast give those values back;
 - anything with type 0 (auto) or 3 (int8), and 2 <-> 4, computes garbage.
 ncnn reads a 2 -> 1 / 4 -> 1 input's memory as halves whatever it holds, and layers other
@@ -15,6 +19,8 @@ than Cast fed a float16 blob mostly compute garbage too (measured: BinaryOp, Sig
 kernel cannot see its neighbours, but refuses inputs that cannot be float16 / bfloat16.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -27,16 +33,29 @@ _NAMES = {0: "auto", 1: "float32", 2: "float16", 3: "int8", 4: "bfloat16"}
 def to_float16(x: np.ndarray) -> np.ndarray:
     """What ncnn's x86 Cast 1 -> 2 stores, as float32 values."""
     out = x.astype(np.float16).astype(np.float32)
-    chunks, simd_out = _chunks(out), _chunks(x)
-    tail = chunks.shape[1] % 4
-    if tail and x.shape[0] % 4:          # a packed blob (outer extent divisible by 4) has no tail
-        chunks[:, -tail:] = _float16_one_by_one(simd_out[:, -tail:])
+    one_by_one = ~_simd_converted(x.shape, 4)
+    out[one_by_one] = _float16_one_by_one(x[one_by_one])
     return out
 
 
-def _chunks(x: np.ndarray) -> np.ndarray:
-    """A view of x as (chunks, values per chunk): one chunk for 1-D/2-D, one per channel else."""
-    return x.reshape(1, -1) if x.ndim <= 2 else x.reshape(x.shape[0], -1)
+def _simd_converted(shape: tuple[int, ...], lanes: int) -> np.ndarray:
+    """Which values of a blob of this (numpy-order) shape ncnn's x86 Cast converts `lanes` at a
+    time: the runtime packs the outer extent by 16, 8 or 4 where it divides (AVX-512), walks each
+    chunk (the whole blob for 1-D/2-D, a channel group for 3-D/4-D) in packed order, and converts
+    the last size % lanes values of a chunk one by one."""
+    outer = shape[0]
+    pack = next((p for p in (16, 8, 4) if outer % p == 0), 1)
+    inner = int(np.prod(shape[1:], dtype=np.int64))
+    lane = np.arange(outer) % pack                     # position inside a pack of outer indices
+    group = np.arange(outer) // pack
+    # packed memory: [group][inner position][lane]; 1-D/2-D blobs are one chunk, else one per group
+    packed = (np.arange(inner)[None, :] * pack + lane[:, None])
+    if len(shape) <= 2:
+        packed = packed + (group * inner * pack)[:, None]
+        chunk_size = outer * inner
+    else:
+        chunk_size = inner * pack
+    return (packed < chunk_size - chunk_size % lanes).reshape(shape)
 
 
 def _float16_one_by_one(x: np.ndarray) -> np.ndarray:
@@ -51,8 +70,23 @@ def _float16_one_by_one(x: np.ndarray) -> np.ndarray:
 
 
 def to_bfloat16(x: np.ndarray) -> np.ndarray:
+    """What ncnn's x86 Cast 1 -> 4 stores, as float32 values, on the CPU running this code."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x8000)) & np.uint32(0xFFFF0000)).view(np.float32)
+    away = (bits + np.uint32(0x8000)) & np.uint32(0xFFFF0000)
+    if not host_has_avx512_bf16():
+        return away.view(np.float32)
+    even = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(_simd_converted(x.shape, 8), even, away).view(np.float32)
+
+
+@functools.cache
+def host_has_avx512_bf16() -> bool:
+    """Whether the runtime's AVX512-BF16 kernels run here (Linux reports the CPU's flags)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and " avx512_bf16" in line for line in info)
+    except OSError:
+        return False
 
 
 def _require_held(x: np.ndarray, rounded: np.ndarray, type_from: int) -> None:
