@@ -11,6 +11,7 @@ import numpy as np
 
 from ..expression import expression_list
 from ..ir import Graph, Node, Shape, Tensor
+from ..shapes import numel
 from ..symbolic import SHAPE_TERMS, Renderer, extent, op
 from . import lowers
 from .common import constant, fail, layer, ncnn_pairs, optional_constant, reshape_layer, reshape_to
@@ -72,6 +73,14 @@ def _reshape_target(x: Tensor, out: Tensor, codes: list[int]) -> Shape:
     return tuple(o if o is not None else m for o, m in zip(out.shape, mine))
 
 
+def _require_same_count(graph: Graph, node: Node, x: Tensor, codes: list[int], target: Shape) -> None:
+    """onnxruntime fails such a Reshape at run time; ncnn would run it on whatever memory follows."""
+    have, want = numel(x.shape) if x.shape is not None else None, numel(target)
+    if have is not None and want is not None and have != want:
+        raise fail(node, graph, f"'{x.name}' {list(x.shape)} has {have} elements; shape {codes} "
+                                f"asks for {list(target)} ({want})")
+
+
 def expressed_reshape(graph: Graph, node: Node, terms: list, x_name: str | None = None,
                       out_name: str | None = None) -> Node:
     """A Reshape whose target (ONNX order, as symbolic terms) is known only at run time: ncnn's
@@ -101,7 +110,9 @@ def reshape(graph: Graph, node: Node) -> list[Node]:
     # .get: allowzero exists from opset 14
     if node.attrs.get("allowzero", 0) and 0 in codes:
         raise fail(node, graph, f"shape {codes} with allowzero=1 makes an empty tensor, which ncnn cannot hold")
-    target = Tensor("", _reshape_target(x, out, codes), batch_axis=out.batch_axis).ncnn_shape
+    onnx_target = _reshape_target(x, out, codes)
+    _require_same_count(graph, node, x, codes, onnx_target)
+    target = Tensor("", onnx_target, batch_axis=out.batch_axis).ncnn_shape
     pairs = ncnn_pairs(x, out, {i: i for i, c in enumerate(codes) if c == 0})
     return [reshape_layer(graph, node, x.name, out.name, pairs, target)]
 

@@ -89,6 +89,13 @@ def test_reshape_allowzero_with_zero_is_refused(tmp_path):
         check_in_ncnn(one_node("Reshape", [1, 0, 4], [("s", [0, 4])], {"allowzero": 1}, opset=14), tmp_path)
 
 
+@pytest.mark.parametrize("x_shape,shape", [([1, 2, 6, 6], [1, 8, 12]), ([1, 6, 4], [0, 5, 5])])
+def test_reshape_to_another_element_count_is_refused(x_shape, shape, tmp_path):
+    # onnxruntime loads such a model and fails when it runs; ncnn would reshape whatever memory is there
+    with pytest.raises(ConversionError, match=r"Reshape node .*has \d+ elements; shape"):
+        check_in_ncnn(one_node("Reshape", x_shape, [("s", shape)]), tmp_path)
+
+
 def test_reshape_moving_two_unknown_extents_names_them_in_an_expression(tmp_path):
     """ncnn (A, B, 1): A moves h->c, B w->h, which copy codes cannot say; 6= reads them off the input."""
     model = one_node("Reshape", [1, "A", "B"], [("s", [0, 0, 0, 1])])
