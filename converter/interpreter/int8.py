@@ -34,7 +34,8 @@ def int8_scales(p, weights, outputs: int, per: int = 1):
 def dequantize(sums: np.ndarray, scale_in: np.ndarray, bias, fused: bool = False) -> np.ndarray:
     """float32(int32 sum) * scale_in + bias, per output channel along axis 0. `fused`: one
     rounding, as ncnn's x86 Convolution does it in an FMA (a float32 product is exact in float64);
-    its ConvolutionDepthWise and InnerProduct round the product, then the sum."""
+    its ConvolutionDepthWise and InnerProduct round the product, then the sum (but the 3x3 depthwise
+    kernels fuse too on an AVX-512 CPU: there the two differ by a rounding, tests/interpreter/test_int8.py)."""
     shape = (-1,) + (1,) * (sums.ndim - 1)
     if fused:
         out = sums.astype(F32).astype(np.float64) * scale_in.astype(np.float64).reshape(shape)

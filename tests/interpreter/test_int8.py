@@ -40,6 +40,18 @@ def tie_probing_input(rng, shape, bottom_scale: float) -> np.ndarray:
 RCP_PS = 1.5 * 2.0 ** -12
 
 
+def assert_within_one_fused_rounding(tmp_path, graph: Graph, feeds: dict, bias: np.ndarray) -> None:
+    """ncnn's x86 int8 ConvolutionDepthWise on unpacked channels writes sum * scale + bias with a
+    fused multiply-add in some kernels on some CPUs (measured: its 3x3 stride 1 and 2 kernels on an
+    AVX-512 machine; not its 5x5, nor on an AVX2 one) and with two roundings elsewhere, as the
+    interpreter does: the two differ by the product's rounding and the sum's, at most
+    2**-23 * (|out| + |bias|) per value. Without a bias there is one rounding and both agree."""
+    real = run_real(tmp_path, graph, feeds)["y"]
+    ours = run(graph, feeds)["y"]
+    room = 2.0 ** -23 * (np.abs(real) + np.abs(bias).reshape(-1, 1, 1))
+    assert np.all(np.abs(ours.astype(np.float64) - real) <= room), np.abs(ours - real).max()
+
+
 def assert_same(tmp_path, graph: Graph, feeds: dict, rtol: float = 0.0) -> None:
     real = run_real(tmp_path, graph, feeds)["y"]
     ours = run(graph, feeds)["y"]
@@ -68,9 +80,15 @@ def test_int8_convolution_matches_ncnn(tmp_path, rng, op, cin, cout, k, stride, 
     params = {0: cout, 1: k, 3: stride, 4: pad, 6: weight.size, 9: act}
     if op == "ConvolutionDepthWise":
         params[7] = group
-    graph, feeds = int8_graph(op, params, tie_probing_input(rng, (cin, 9, 11), bottom), weight,
-                              rng.normal(0, 1, cout) if bias else None, scales, bottom)
-    assert_same(tmp_path, graph, feeds, RCP_PS if op == "ConvolutionDepthWise" and cout % 8 == 0 else 0.0)
+    bias_values = rng.normal(0, 1, cout) if bias else None
+    graph, feeds = int8_graph(op, params, tie_probing_input(rng, (cin, 9, 11), bottom), weight, bias_values,
+                              scales, bottom)
+    if op == "ConvolutionDepthWise" and cout % 8 == 0:
+        assert_same(tmp_path, graph, feeds, RCP_PS)
+    elif op == "ConvolutionDepthWise" and bias:
+        assert_within_one_fused_rounding(tmp_path, graph, feeds, bias_values)
+    else:
+        assert_same(tmp_path, graph, feeds)
 
 
 def test_int8_depthwise_one_weight_scale(tmp_path, rng):
