@@ -4,6 +4,7 @@ by one bit; onnxruntime's spec run of the QDQ graph stays as close as before."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -63,3 +64,21 @@ def test_interpreter_matches_and_onnxruntime_is_as_close(converted):
 def test_bound_rounds_exactly_to_the_limit(q, r):
     bound = _bound(q, r)
     assert _rounded(bound, r) == q and np.float32(bound) == bound
+
+
+def test_a_producer_that_is_a_graph_output_keeps_its_values():
+    """qdq_chain_model with the Conv's output `a` also a graph output: its quantizer's clip must not
+    move into the Conv, or `a` would come out clipped (inputs beyond the calibrated range reach it)."""
+    model = qdq_chain_model()
+    model.graph.output.append(onnx.helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [1, 8, 6, 7]))
+    graph = load_onnx(model)
+    converted = NcnnModel(graph, run_pipeline(graph))
+    assert converted.stats.get("quantize_clips_narrowed", 0) == 1          # the Clip(0, 6) only
+    conv = next(n for n in converted.graph if n.op == "Convolution")
+    assert conv.params.get(9, 0) != 3
+    got = converted.run({"x": X})["a"]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), options).run(["a"], {"x": X})[0]
+    hi = 127 * 0.1                                                          # the quantizer of `a`: scale 0.1
+    assert want.max() > hi + 1 and np.abs(got - want).max() < 0.05 * np.abs(want).max()
