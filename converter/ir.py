@@ -95,6 +95,9 @@ class Graph:
         # quantized models (passes/plan_int8.py): ONNX node -> its int8 plan, or why it runs in float
         self.int8_plans: dict[str, Any] = {}
         self.int8_fallbacks: dict[str, str] = {}
+        # blob -> (ONNX tensor, low, high): a blob that passes made the ONNX tensor clipped (a Relu or a
+        # quantizer's clip moved into the producer); verify compares it with onnxruntime's value so clipped
+        self.reference_clips: dict[str, tuple[str, float, float]] = {}
         # (graph input, axis) -> the dim_param naming its run-time extent: ONNX says equal names are
         # equal sizes (a BERT's input_ids and attention_mask share "seq")
         self.dim_names: dict[tuple[str, int], str] = {}
@@ -209,6 +212,12 @@ class Graph:
         self.add_node(node)
         self.replace_input(consumer, slot, node.outputs[0])
         return node
+
+    def clip_reference(self, blob: str, source: str, low: float, high: float) -> None:
+        """Record that `blob` holds ONNX tensor `source` (itself recorded as clipped, maybe) clipped to
+        [low, high]."""
+        source, was_low, was_high = self.reference_clips.get(source, (source, -np.inf, np.inf))
+        self.reference_clips[blob] = (source, max(low, was_low), min(high, was_high))
 
     def remove_unused_tensors(self) -> None:
         live = set(self.inputs) | set(self.outputs) | set(self._producer) | {

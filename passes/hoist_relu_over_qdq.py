@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from converter.ir import Graph, Tensor
 
 
@@ -28,6 +30,7 @@ def hoist_relu_over_qdq(graph: Graph) -> dict:
         # fresh int8 tensor: no blob keeps an ONNX name whose values changed (verify compares by name)
         y, out = q.inputs[0], relu.outputs[0]
         rectified = graph.add_tensor(replace(graph.tensors[y], name=graph.fresh_name(f"{y}_relu"), value=None))
+        graph.clip_reference(rectified.name, y, 0.0, np.inf)
         quantized = graph.add_tensor(replace(graph.tensors[q.outputs[0]], name=graph.fresh_name(f"{q.outputs[0]}_relu"),
                                              value=None))
         for node in (relu, dq, q):

@@ -7,14 +7,13 @@ the producer is a Convolution-like layer (fused activation none, ReLU or clip) o
 only by the multiply, it clips x to [L, H] itself, with L, H the float32 values whose product with
 1/s rounds exactly to lo, hi: then every x above H became hi before and becomes H -> hi now, every
 x below stays as it was, so the quantized value is the same bit for bit and one layer less runs.
-The clipped output takes a fresh name: verify compares blobs with onnxruntime by their ONNX names,
-and the producer's ONNX tensor is not clipped there (nor may a graph output be).
+The clipped output keeps its ONNX name, and the graph records the clip (graph.reference_clips):
+verify compares and feeds that blob as onnxruntime's tensor clipped the same way, which quantizes
+to the same values. A graph output is never narrowed.
 """
 from __future__ import annotations
 
 import numpy as np
-
-from dataclasses import replace
 
 from converter.ir import Graph, Node
 
@@ -97,8 +96,8 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         if bounds is not None and _rounded(bounds[0], r) >= lo and _rounded(bounds[1], r) <= hi:
             dropped += 1
         elif (graph.use_count(producer.outputs[0]) == 1 and producer.outputs[0] not in graph.outputs
-              and _narrow(graph, producer, _bound(lo, r), _bound(hi, r))):
-            _rename_output(graph, producer)
+              and _narrow(graph, producer, *(limits := (_bound(lo, r), _bound(hi, r))))):
+            graph.clip_reference(producer.outputs[0], producer.outputs[0], *limits)
             narrowed += 1
         else:
             continue
@@ -108,11 +107,3 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         graph.remove_unused_tensors()
     return {"quantize_clips_dropped": dropped, "quantize_clips_narrowed": narrowed}
 
-
-def _rename_output(graph: Graph, producer: Node) -> None:
-    """The producer writes a fresh tensor in place of its own (its one consumer follows)."""
-    old = producer.outputs[0]
-    new = graph.add_tensor(replace(graph.tensors[old], name=graph.fresh_name(f"{old}_clipped"))).name
-    graph.remove_node(producer)
-    graph.add_node(replace(producer, outputs=[new]))
-    graph.replace_all_uses(old, new)
