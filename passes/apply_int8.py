@@ -1,7 +1,7 @@
 """Turn the lowered layers passes/plan_int8.py planned into ncnn int8 layers.
 
 The layer reads the float tensor before the QuantizeLinear/DequantizeLinear pair and
-quantizes it itself; its weights become int8 with ncnn's scales (1/ONNX scale) after
+quantizes it itself (or the pair's output, where float layers keep the pair running anyway); its weights become int8 with ncnn's scales (1/ONNX scale) after
 them (8=int8_scale_term). The lowered float weight must still be exactly the dequantized
 int8 weight (a fusion that changed it keeps the layer in float). Pairs nothing else
 reads die in eliminate_dead. Returns how many layers run int8 and every quantized node
@@ -49,7 +49,7 @@ def apply_int8(graph: Graph) -> dict:
     plans = graph.int8_plans
     if not plans:
         return {}
-    fallbacks, count = dict(graph.int8_fallbacks), 0
+    fallbacks, quantized = dict(graph.int8_fallbacks), []
     for node in graph.topological():
         plan = plans.get(node.origin) if node.ncnn else None
         if not isinstance(plan, Int8Plan) or node.op not in INT8_LAYERS:
@@ -62,11 +62,20 @@ def apply_int8(graph: Graph) -> dict:
             fallbacks[node.origin] = why
             continue
         node.weights, node.params[8] = weights, term
-        graph.replace_input(node, 0, plan.x)
-        count += 1
+        quantized.append((node, plan))
+    converted = {node.name for node, _ in quantized}
+    for node, plan in quantized:
+        # where float layers read the pair too, its layers run anyway: the int8 layer reads their
+        # output, values on the quantizer's lattice, which ncnn quantizes back to the same steps, so
+        # its rounding (ties away from zero) never meets a tie (an AveragePool's outputs are full of them)
+        others = [c for c in graph.consumers(plan.dq_out) if c.name not in converted]
+        if not others and plan.dq_out not in graph.outputs:
+            graph.replace_input(node, 0, plan.x)
+    count = len(quantized)
     for name, pair in plans.items():
-        if isinstance(pair, ActivationPair) and (graph.consumers(pair.dq_out) or pair.dq_out in graph.outputs):
-            readers = sorted({c.origin or c.name for c in graph.consumers(pair.dq_out)})[:3]
+        floats = [c for c in graph.consumers(pair.dq_out) if c.name not in converted] if isinstance(pair, ActivationPair) else []
+        if isinstance(pair, ActivationPair) and (floats or pair.dq_out in graph.outputs):
+            readers = sorted({c.origin or c.name for c in floats})[:3]
             what = f"read by non-int8 layers: {', '.join(readers)}" if readers else "a graph output"
             fallbacks[pair.quantizer] = f"Q/DQ pair emulated in float32 ({what})"
     return {"int8_layers": count, "int8_fallbacks": fallbacks}

@@ -4,7 +4,8 @@ onnxruntime to run: what the spec graph gives when it quantizes as ncnn does.
 The converted file quantizes in two ways, both documented deviations from the spec's
 round_half_even(x / s): an int8 layer's input is quantized by ncnn itself, round(x * (1/s))
 with ties away from zero and clamped to -127..127 (converter/lowering/quantize.py's notes,
-passes/apply_int8.py); an emulated pair computes x * (1/s) (ncnn's division is not correctly
+passes/apply_int8.py; where float layers read the pair too, the layer reads the pair's output
+and only the clamp remains); an emulated pair computes x * (1/s) (ncnn's division is not correctly
 rounded), then rounds half to even. How far the twin lands from the spec graph is how much those
 roundings move the outputs, measured by onnxruntime itself.
 """
@@ -56,14 +57,26 @@ def ncnn_arithmetic_twin(model: onnx.ModelProto, int8_nodes: set[str]) -> onnx.M
     constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
     added = []
+    readers = {}
+    for node in graph.node:
+        for i in node.input:
+            readers.setdefault(i, []).append(node.name)
     for node in graph.node:
         dq = producer.get(node.input[0]) if node.name in int8_nodes and node.input else None
         q = producer.get(dq.input[0]) if dq is not None and dq.op_type == "DequantizeLinear" else None
         if q is None or not _activation_quantizer(q, constants):
             continue
         prefix = f"twin_int8_{node.name}_"
-        nodes, quantized = _quantizer(graph, prefix, q, constants, ncnn_int8=True)
-        added += [*nodes, helper.make_node("DequantizeLinear", [quantized, *dq.input[1:]], [prefix + "dq"])]
+        if any(r not in int8_nodes for r in readers[dq.output[0]]):
+            # float layers keep the pair running: the int8 layer reads its values on the lattice, and
+            # ncnn's quantizer gives their steps back but for -128, which it clamps to -127
+            bound = 127 * float(constants[q.input[1]].ravel()[0])
+            for name, v in (("low", -bound), ("high", bound)):
+                graph.initializer.append(numpy_helper.from_array(np.array(v, np.float32), prefix + name))
+            added.append(helper.make_node("Clip", [dq.output[0], prefix + "low", prefix + "high"], [prefix + "dq"]))
+        else:
+            nodes, quantized = _quantizer(graph, prefix, q, constants, ncnn_int8=True)
+            added += [*nodes, helper.make_node("DequantizeLinear", [quantized, *dq.input[1:]], [prefix + "dq"])]
         node.input[0] = prefix + "dq"
     for q in [n for n in graph.node if _activation_quantizer(n, constants)]:
         prefix = f"twin_pair_{q.name}_"

@@ -1,0 +1,61 @@
+"""apply_int8: an int8 layer whose input pair float layers read as well takes the pair's output (values
+on the quantizer's lattice), so ncnn's own rounding never meets the ties an AveragePool makes; where
+only int8 layers read the pair, they take the float tensor before it and the pair's layers go."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from converter import convert
+from converter.ncnn_runtime import run_ncnn
+from onnx_cases import to_ncnn
+
+
+def _pooled_model(float_reader: bool):
+    """x -> Q/DQ -> AveragePool 2x2 -> Q/DQ (the same scale: a mean of four steps lands on quarter
+    steps, half of them ties) -> int8 Conv -> y, and with `float_reader` also -> Sigmoid -> s. The
+    scale is a power of two, so the emulated pair's x * (1/s) is x / s exactly."""
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(np.asarray(v, d), n) for n, v, d in [
+        ("s", 0.0625, np.float32), ("z", 0, np.int8), ("w", rng.integers(-127, 128, (6, 4, 3, 3)), np.int8),
+        ("ws", rng.uniform(0.004, 0.01, 6), np.float32), ("wz", np.zeros(6), np.int8), ("b", rng.normal(0, 1, 6), np.float32)]]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("AveragePool", ["xd"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["pd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Conv", ["pd", "wd", "b"], ["y"], pads=[1, 1, 1, 1])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 5, 6])]
+    if float_reader:
+        nodes.append(helper.make_node("Sigmoid", ["pd"], ["sig"]))
+        outputs.append(helper.make_tensor_value_info("sig", TensorProto.FLOAT, [1, 4, 5, 6]))
+    graph = helper.make_graph(nodes, "pooled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10, 12])],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("float_reader", [True, False])
+def test_int8_conv_after_a_pool_reads_the_pair_where_it_runs_anyway(tmp_path, float_reader):
+    model = _pooled_model(float_reader)
+    x = (np.random.default_rng(8).integers(-120, 120, (1, 4, 10, 12)) * 0.0625).astype(np.float32)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), options).run(["y"], {"x": x})[0]
+    converted = convert(model)
+    assert converted.stats["int8_layers"] == 1
+    conv = next(n for n in converted.graph if n.op == "Convolution")
+    pair_layers = sum(n.origin == "QuantizeLinear_3" or n.name.startswith("pq") for n in converted.graph)
+    param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
+    converted.save(param, bin_)
+    (e_in,), e_out = converted.io()["inputs"], converted.io()["outputs"][0]
+    got = run_ncnn(param, bin_, {e_in["ncnn"]: to_ncnn(x, e_in)}, [e_out["ncnn"]])[e_out["ncnn"]].reshape(want.shape)
+    step = np.abs(want).max() * 2.0 ** -20            # float rounding of the sums, far below one input step
+    if float_reader:      # the conv quantizes lattice values: the spec's integers, so the spec's result
+        assert converted.graph.producer(conv.inputs[0]).op in ("BinaryOp", "Split")
+        assert np.abs(got - want).max() <= step
+    else:                 # the pool's output itself, its ties rounded away from zero by ncnn: steps off
+        assert converted.graph.producer(conv.inputs[0]).op == "Pooling" and pair_layers == 0
+        assert np.abs(got - want).max() > 100 * step
