@@ -353,9 +353,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     progress("running onnxruntime")
     steps = quantization_steps(proto)
     reference = onnxruntime_all(proto, feeds, quantized=bool(steps))
-    clipped = {blob: np.clip(reference[source], low, high)
-               for blob, (source, low, high) in converted.graph.reference_clips.items() if source in reference}
-    reference.update(clipped)
+    for blob, (source, low, high) in converted.graph.reference_clips.items():
+        if source in reference:          # judged as the tensor it clips: its values and its steps
+            reference[blob] = np.clip(reference[source], low, high)
+            steps.update({blob: steps[source]} if source in steps else {})
     ncnn_feeds = {name: ncnn_feed(feeds[name], converted.graph.tensors[name], ncnn_dtype(converted.graph, name))
                   for name in converted.graph.inputs}
     backends = ["interp", "ncnn"] if backend == "both" else [backend]

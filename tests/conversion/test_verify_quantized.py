@@ -52,6 +52,15 @@ def test_wrong_weight_scale_is_named(monkeypatch, backend):
     assert report.divergences[0].layer == broken[0].name, report.divergences
 
 
+def test_real_qdq_model_passes_both_backends():
+    """PP-OCRv4 rec in QDQ form failed verify twice over: a Conv carrying its output quantizer's clip was
+    compared with the unclipped ONNX tensor, and a Conv after an AveragePool met its ties with ncnn's
+    rounding (passes/narrow_quantize_clips.py, passes/apply_int8.py)."""
+    name = "ppocrv4_rec_int8"
+    report = verify(str(quantized(name)), inputs=calibration_feeds(name, seed=99)[0], backend="both")
+    assert report.passed and report.int8_layers >= 40, report.divergences
+
+
 def test_real_qoperator_model_passes_both_backends():
     """PP-OCRv4 det in QOperator form: real ncnn's x86 int8 depthwise rounds some values a step
     from onnxruntime (an approximate reciprocal), and end to end its text map moves by up to 0.85."""
