@@ -11,6 +11,7 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
+from .convert_window_gathers import convert_window_gathers
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_dynamic_quantization import expand_dynamic_quantization
@@ -104,6 +105,9 @@ PIPELINE: list[Pass] = [
     merge_batch_into_channels,
     # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
     rewrite_softmax_nan_guard,
+    # a gathered tensor of windows wider than ncnn that is only summed and scaled becomes MatMuls by
+    # constants before the axis merges, which would refuse it
+    convert_window_gathers,
     # a gathered tensor wider than ncnn that is only reshaped gets flat indices before lowering
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built

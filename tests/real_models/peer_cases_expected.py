@@ -3,11 +3,7 @@
 (bugs, listed so that they stay visible; a fix moves the case out)."""
 
 EXPECTED_REFUSED = {
-    'F_adaptive_avg_pool1d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
-    'F_adaptive_avg_pool2d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'Tensor_slice_copy': 'separate index ranges (',
-    'nn_AdaptiveAvgPool1d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
-    'nn_AdaptiveAvgPool2d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'torch_tensor_split': 'control flow ncnn cannot run, nothing written: Loop node',
 }
 
