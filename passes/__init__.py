@@ -46,9 +46,11 @@ from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .resolve_symbolic_extents import resolve_symbolic_extents
+from .resolve_sequences import resolve_sequences
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
 from .split_wide_transposes import split_wide_transposes
+from .unroll_loops import unroll_loops
 
 Pass = Callable[[Graph], dict]
 
@@ -70,9 +72,15 @@ PIPELINE: list[Pass] = [
     fold_constants,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
+    # a Loop with a constant trip count becomes copies of its body, folded and inferred in order; before
+    # inline_if, which refuses the Loops left (an If inside a body is left a Loop, refused there too)
+    unroll_loops,
     # an If whose condition folded to a constant (values, or sizes known by now) becomes its
     # branch; the branch's nodes and what they feed are folded and re-inferred in the same walk
     inline_if,
+    # after both (a sequence is built in an unrolled Loop or a branch): sequences read at constant
+    # positions become their tensors
+    resolve_sequences,
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,

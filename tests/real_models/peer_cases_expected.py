@@ -4,7 +4,6 @@
 
 EXPECTED_REFUSED = {
     'Tensor_slice_copy': 'separate index ranges (',
-    'torch_tensor_split': 'control flow ncnn cannot run, nothing written: Loop node',
 }
 
 KNOWN_FAILING = {
