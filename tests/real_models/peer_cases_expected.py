@@ -3,7 +3,6 @@
 (bugs, listed so that they stay visible; a fix moves the case out)."""
 
 EXPECTED_REFUSED = {
-    'Tensor_slice_copy': 'separate index ranges (',
 }
 
 KNOWN_FAILING = {
