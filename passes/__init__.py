@@ -21,6 +21,7 @@ from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
+from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -120,6 +121,8 @@ PIPELINE: list[Pass] = [
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # before the split below and the axis merges: two Transposes in a row become one (or none)
+    fold_transpose_chains,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
     split_wide_transposes,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
