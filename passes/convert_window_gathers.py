@@ -8,10 +8,12 @@ Every step after the gather is linear in the gathered pixels and acts alike on t
 carries along (N, C), so each result is a constant matrix applied to the pooled axes: a tensor of the
 region is held as coefficients over the source pixels, one row per position of its own axes.
 
-Where a result's matrix is a product of one matrix per pooled axis (adaptive and uniform pooling,
-whatever the windows), it is computed as at most two MatMuls by constants, on the last two axes of
-the source in (N, C, H, W) order (converter/lowering/resize_products.py does the same for Resize):
-a weighted sum per window, exact up to float summation order. The region's nodes are dropped.
+Where a result is adaptive average pooling of an (N = 1, C, H, W) source (torch's and ncnn's windows
+agree: floor(i H / oh) to ceil((i + 1) H / oh)), it is ncnn's Pooling with adaptive_pooling=1.
+Otherwise, where its matrix is a product of one matrix per pooled axis (any windows, a batch ncnn
+keeps), it is computed as at most two MatMuls by constants, on the last two axes of the source in
+(N, C, H, W) order (converter/lowering/resize_products.py does the same for Resize): a weighted sum
+per window, exact up to float summation order. The region's nodes are dropped.
 Anything else (another op reading a region tensor halfway, a matrix that does not factor, a third
 pooled axis that is not kept as is) leaves the graph unchanged, and the wide GatherND is refused as
 before. One walk over the GatherNDs; each region is visited once.
@@ -26,8 +28,9 @@ from converter.batch_axis import RULES
 from converter.ir import Graph, Node, Tensor
 from converter.ncnn_axes import MAX_NCNN_RANK
 
+AVG = 1                       # ncnn Pooling's pooling_type
 MAX_MATRIX = 1 << 23          # elements (float32) of the coefficients of one region tensor
-LINEAR = {"Transpose", "Where", "Gather", "Add", "Sub", "Mul", "Div", "ReduceSum", "ReduceMean"}
+LINEAR = {"Identity", "Transpose", "Where", "Gather", "Add", "Sub", "Mul", "Div", "ReduceSum", "ReduceMean"}
 
 
 @dataclass
@@ -67,6 +70,8 @@ def _step(graph: Graph, node: Node, lins: dict[str, Lin]) -> Lin | None:
         return None
     ins = [lins.get(i) for i in node.inputs]
     op = node.op
+    if op == "Identity":
+        return ins[0]
     if op == "Transpose":
         lin = ins[0]
         perm = list(node.attrs.get("perm") or reversed(range(len(lin.pos))))
@@ -203,6 +208,24 @@ def _source(graph: Graph, gather: Node, carried: int, made: list[Node]) -> str:
     return name
 
 
+def _adaptive_mean(size: int, out: int) -> np.ndarray:
+    """Adaptive average pooling along one axis (torch's windows, ncnn's too: pooling.cpp), as a matrix."""
+    matrix = np.zeros((out, size), np.float32)
+    for i in range(out):
+        start, end = i * size // out, -(-(i + 1) * size // out)
+        matrix[i, start:end] = 1 / (end - start)
+    return matrix
+
+
+def _is_adaptive_mean(coef: np.ndarray, source: Tensor) -> bool:
+    """The region tensor is ncnn's adaptive average Pooling of a [W, H, C] blob (batch of one dropped)."""
+    if source.rank != 4 or source.batch_axis != 0 or coef.ndim != 4:
+        return False
+    (oh, ow), (h, w) = coef.shape[:2], coef.shape[2:]
+    want = np.einsum("ah,bw->abhw", _adaptive_mean(h, oh), _adaptive_mean(w, ow))
+    return bool(np.allclose(coef, want, rtol=1e-5, atol=0))
+
+
 def _materialize(graph: Graph, gather: Node, name: str, lin: Lin, carried: int, made: list[Node]) -> bool:
     """Nodes computing region tensor `name` from the source: MatMuls on its last two axes, carried axes first."""
     out = graph.tensors[name]
@@ -216,6 +239,19 @@ def _materialize(graph: Graph, gather: Node, name: str, lin: Lin, carried: int, 
     if any(i < k - 2 for i in moving) or not moving:
         return False
     current = _source(graph, gather, carried, made)
+    if _is_adaptive_mean(lin.coef, graph.tensors[current]):
+        origin = gather.origin or gather.name
+        pooled = name
+        if out.batch_axis != 0:     # the gather lost the batch axis: the result is an ncnn 4-D [W, H, C, 1]
+            pooled = graph.add_tensor(Tensor(graph.fresh_name(f"{name}_pooled"), out.shape, out.dtype,
+                                             batch_axis=0)).name
+            shape = graph.add_constant(f"{name}_shape", np.array(out.shape, np.int64)).name
+            made.append(Node(graph.fresh_name(f"{gather.name}_unpooled"), "Reshape", [pooled, shape], [name],
+                             origin=origin))
+        made.insert(len(made) - (pooled != name), Node(
+            graph.fresh_name(f"{gather.name}_pool"), "Pooling", [current], [pooled],
+            params={0: AVG, 7: 1, 8: out.shape[3], 18: out.shape[2]}, ncnn=True, origin=origin))
+        return True
     shape = list(graph.tensors[current].shape)
     for n, i in enumerate(sorted(moving, key=lambda i: factors[i].shape[0] / factors[i].shape[1])):   # shrink first
         last = n == len(moving) - 1

@@ -22,10 +22,11 @@ def windows(n, out, shift=None):
     return index, pad, np.array([e - s for s, e in zip(starts, ends)], np.float32)
 
 
-def pool_model(shape, out, form="reduce", before_sum=None, skew=False):
+def pool_model(shape, out, form="reduce", before_sum=None, skew=False, last_row_left=False):
     """adaptive_avg_pool2d(x, out) as the dynamo export writes it; `before_sum` an op on the windows
-    before they are summed, `skew` moves every other output column's rows down one (not separable)."""
-    (hi, hpad, hcount), (wi, wpad, wcount) = windows(shape[2], out[0]), windows(shape[3], out[1])
+    before they are summed, `skew` moves every other output column's rows down one (not separable),
+    `last_row_left` pools the rows but the last (windows no adaptive pooling has)."""
+    (hi, hpad, hcount), (wi, wpad, wcount) = windows(shape[2] - last_row_left, out[0]), windows(shape[3], out[1])
     rows = np.broadcast_to(hi[:, :, None, None], (*hi.shape, *wi.shape)).copy()
     if skew:
         rows[:, :, 1::2, :] = np.minimum(rows[:, :, 1::2, :] + 1, shape[2] - 1)
@@ -61,14 +62,21 @@ def pool_model(shape, out, form="reduce", before_sum=None, skew=False):
 
 
 @pytest.mark.parametrize("form", ["reduce", "unrolled"])
-@pytest.mark.parametrize("shape,out", [((1, 3, 7, 11), (3, 4)), ((2, 3, 9, 8), (4, 1))])
-def test_adaptive_pooling_runs_as_matmuls(form, shape, out, tmp_path):
-    model = pool_model(shape, out, form)
+@pytest.mark.parametrize("shape,out,last_row_left,layers", [
+    ((1, 3, 7, 11), (3, 4), False, {"Pooling": 1}),             # ncnn's adaptive average Pooling
+    ((1, 3, 7, 11), (3, 4), True, {"MatMul": 2}),               # other windows: a matrix per axis
+    ((2, 3, 9, 8), (4, 1), False, {"MatMul": 2}),               # a batch ncnn keeps: no 3-D Pooling
+])
+def test_window_sums_run_as_pooling_or_matmuls(form, shape, out, last_row_left, layers, tmp_path):
+    model = pool_model(shape, out, form, last_row_left=last_row_left)
     converted = check_in_ncnn(model, tmp_path)
     check_interpreter_matches_ncnn(converted, model, tmp_path)
     assert converted.stats["window_gathers_converted"] == 1
     ops = [n.op for n in converted.graph.topological()]
-    assert "Gather" not in " ".join(ops) and ops.count("MatMul") == sum(o < s for o, s in zip(out, shape[2:]))
+    assert "Gather" not in " ".join(ops) and {op: ops.count(op) for op in ("Pooling", "MatMul")} == \
+        {"Pooling": 0, "MatMul": 0, **layers}
+    pools = [n for n in converted.graph.topological() if n.op == "Pooling"]
+    assert all(p.params[7] == 1 and (p.params[18], p.params[8]) == out for p in pools)
 
 
 def test_windows_read_by_another_op_before_the_sum_stay_refused():
