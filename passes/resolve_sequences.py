@@ -102,8 +102,10 @@ def _read(graph: Graph, node: Node, items: list[str]) -> bool:
         pos = _position(graph, node, 1, len(items), None)
         if pos is None or not 0 <= pos < len(items):
             return False
-        graph.remove_node(node)
         t, item = graph.tensors[out], graph.tensors[items[pos]]
+        if graph.consumers(out) and t.shape is not None and None not in t.shape and item.shape != t.shape:
+            return False        # its readers were inferred from another shape (torch declares trace-time ones)
+        graph.remove_node(node)
         t.shape, t.dtype = item.shape, item.dtype
         _add(graph, node, "Identity", [item.name], None, out=out)
         return True
