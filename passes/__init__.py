@@ -11,6 +11,7 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
+from .convert_window_gathers import convert_window_gathers
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_dynamic_quantization import expand_dynamic_quantization
@@ -20,6 +21,7 @@ from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
+from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -45,9 +47,11 @@ from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .resolve_symbolic_extents import resolve_symbolic_extents
+from .resolve_sequences import resolve_sequences
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
 from .split_wide_transposes import split_wide_transposes
+from .unroll_loops import unroll_loops
 
 Pass = Callable[[Graph], dict]
 
@@ -69,9 +73,15 @@ PIPELINE: list[Pass] = [
     fold_constants,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
+    # a Loop with a constant trip count becomes copies of its body, folded and inferred in order; before
+    # inline_if, which refuses the Loops left (an If inside a body is left a Loop, refused there too)
+    unroll_loops,
     # an If whose condition folded to a constant (values, or sizes known by now) becomes its
     # branch; the branch's nodes and what they feed are folded and re-inferred in the same walk
     inline_if,
+    # after both (a sequence is built in an unrolled Loop or a branch): sequences read at constant
+    # positions become their tensors
+    resolve_sequences,
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,
@@ -104,10 +114,15 @@ PIPELINE: list[Pass] = [
     merge_batch_into_channels,
     # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
     rewrite_softmax_nan_guard,
+    # a gathered tensor of windows wider than ncnn that is only summed and scaled becomes MatMuls by
+    # constants before the axis merges, which would refuse it
+    convert_window_gathers,
     # a gathered tensor wider than ncnn that is only reshaped gets flat indices before lowering
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # before the split below and the axis merges: two Transposes in a row become one (or none)
+    fold_transpose_chains,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
     split_wide_transposes,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after

@@ -23,7 +23,9 @@ from converter.ir import Graph, Node
 from converter.quantized_values import QDQ_FOLDS
 
 # ops whose result must not be folded even with constant inputs
-NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
+NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+              # a sequence is no tensor value: passes/resolve_sequences.py follows its items instead
+              "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SplitToSequence"}
 # their subgraphs read outer-scope tensors the evaluator of one node cannot see
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 

@@ -73,10 +73,10 @@ def inline_if(graph: Graph) -> dict:
             inlined += 1
         elif node.op in CONTROL_FLOW:
             refused.append(_why_refused(graph, node))
-        elif node.name in scopes or changed.intersection(node.inputs) or _incomplete(graph, node):
+        elif node.name in scopes or changed.intersection(node.inputs) or incomplete_shapes(graph, node):
             scopes.pop(node.name, None)
             outputs = list(node.outputs)
-            if fold_node(graph, node, failures) or _refine(graph, node):
+            if fold_node(graph, node, failures) or refine_shapes(graph, node):
                 changed.update(outputs)
     refused += _unequal_branches(graph, selects)
     refused += _non_finite_branches(graph, selects)
@@ -124,7 +124,7 @@ def _non_finite(value) -> bool:
     return value is not None and value.dtype.kind == "f" and not np.all(np.isfinite(value))
 
 
-def _incomplete(graph: Graph, node: Node) -> bool:
+def incomplete_shapes(graph: Graph, node: Node) -> bool:
     """Shape inference left an output's shape unknown (e.g. behind a Pad whose pads fold later)."""
     return any(graph.tensors[o].shape is None or None in graph.tensors[o].shape
                for o in node.outputs if o and o in graph.tensors)
@@ -178,7 +178,7 @@ def _inline(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> li
     branch: onnx.GraphProto = node.attrs["then_branch" if bool(np.asarray(graph.value(node.inputs[0])).reshape(-1)[0])
                                          else "else_branch"]
     graph.remove_node(node)
-    return _splice(graph, node, branch, outer, scopes, node.outputs)
+    return splice_subgraph(graph, node, branch, outer, scopes, node.outputs)
 
 
 def _select(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> tuple[list[Node], list]:
@@ -193,7 +193,7 @@ def _select(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> tu
             graph.add_tensor(Tensor(name, None, graph.tensors[out].dtype if out in graph.tensors else np.dtype(np.float32)))
             targets.append(name)
         outputs[key] = targets
-        spliced += _splice(graph, node, node.attrs[key], outer, scopes, targets)
+        spliced += splice_subgraph(graph, node, node.attrs[key], outer, scopes, targets)
     pairs = []
     for out, then, else_ in zip(node.outputs, outputs["then_branch"], outputs["else_branch"]):
         if out:
@@ -203,7 +203,7 @@ def _select(graph: Graph, node: Node, outer: dict[str, str], scopes: dict) -> tu
     return spliced, pairs
 
 
-def _splice(graph: Graph, node: Node, branch: onnx.GraphProto, outer: dict[str, str], scopes: dict,
+def splice_subgraph(graph: Graph, node: Node, branch: onnx.GraphProto, outer: dict[str, str], scopes: dict,
             targets: list[str]) -> list[Node]:
     """Add `branch`'s nodes so that its outputs are the tensors `targets`; returns them in branch order."""
     names = dict(outer)
@@ -269,7 +269,7 @@ def _type_proto(t: Tensor) -> onnx.TypeProto:
                                          [d if d is not None else None for d in t.shape])
 
 
-def _refine(graph: Graph, node: Node) -> bool:
+def refine_shapes(graph: Graph, node: Node) -> bool:
     """Infer the node's output shapes again and re-derive batch axes; True if anything changed."""
     inferred = _infer(graph, node)
     changed = False

@@ -9,9 +9,10 @@ one before. A nearest row sums one input value and exact zeros, so the pixels ar
 for bit while the input is finite (0 * inf is NaN: an inf spreads NaN along its row).
 
 Where onnxruntime's matrix is not the ONNX spec's (the reference implementation's, which the
-node tests' numbers come from), neither is promised and the Resize is refused, naming the first
-output pixel where they part: at 80 -> 24 above the spec (float64) and torch read pixel 30, and
-ncnn's Interp computes theirs; onnxruntime's float32 division reads 29.
+node tests' numbers come from): onnxruntime is this project's reference, so a nearest Resize
+runs onnxruntime's one-hot rows and a one-line warning names the node and the first output pixel
+where the spec reads another one (at 80 -> 24 above the spec, float64, and torch read pixel 30,
+onnxruntime's float32 division 29). Linear and cubic weights that differ are still refused.
 
 Needs known extents on the resized axes, the last two ONNX axes only; the matrices are capped
 at MAX_MATRIX elements (the product costs size multiply-adds per output value).
@@ -34,7 +35,7 @@ MAX_MATRIX = 1 << 20
 
 def resize_by_products(graph: Graph, node: Node, mode: ResizeMode, axes, by_sizes: bool) -> list[Node] | None:
     """The MatMul layers computing onnxruntime's resize, or None where this form does not apply;
-    refused where the ONNX spec computes other numbers."""
+    warned (nearest) or refused (other modes) where the ONNX spec computes other numbers."""
     x = graph.tensors[node.inputs[0]]
     rank = len(axes)
     touched = [i for i, ax in enumerate(axes) if ax.touched]
@@ -47,7 +48,7 @@ def resize_by_products(graph: Graph, node: Node, mode: ResizeMode, axes, by_size
     except Unmodelled:
         return None
     for i in touched:
-        _refuse_where_spec_differs(graph, node, mode, i, axes[i], matrices[i], by_sizes)
+        _check_against_spec(graph, node, mode, i, axes[i], matrices[i], by_sizes)
     layers, current, shape = [], x.name, list(x.shape)
     for k, i in enumerate(sorted(touched, key=lambda i: axes[i].out / axes[i].size)):   # shrink first
         last = k == len(touched) - 1
@@ -65,21 +66,23 @@ def resize_by_products(graph: Graph, node: Node, mode: ResizeMode, axes, by_size
     return layers
 
 
-def _refuse_where_spec_differs(graph: Graph, node: Node, mode: ResizeMode, i: int, ax, ort: np.ndarray,
-                               by_sizes: bool) -> None:
-    """The spec's matrix along axis i: its reference implementation resizing the identity."""
+def _check_against_spec(graph: Graph, node: Node, mode: ResizeMode, i: int, ax, ort: np.ndarray,
+                        by_sizes: bool) -> None:
+    """Compare onnxruntime's matrix along axis i with the spec's (its reference implementation
+    resizing the identity): nearest sources that differ are a warning, other weights a refusal."""
     spec = _spec_matrix(mode, ax, by_sizes)
     if spec.shape == ort.shape and np.allclose(spec, ort, rtol=1e-5, atol=1e-6):
         return
     row = int(np.argmax(np.abs(spec - ort).max(axis=1))) if spec.shape == ort.shape else 0
+    what = (f"mode {mode.mode}, coordinate_transformation_mode {mode.transform} resizing axis {i} "
+            f"{ax.size} -> {ax.out}")
     if mode.mode == "nearest" and spec.shape == ort.shape:
-        where = (f"output {row} reads pixel {int(np.argmax(ort[row]))} in onnxruntime, "
-                 f"{int(np.argmax(spec[row]))} in the spec")
-    else:
-        where = f"the weights of output {row} differ"
-    raise fail(node, graph, f"mode {mode.mode}, coordinate_transformation_mode {mode.transform} resizing axis {i} "
-                            f"{ax.size} -> {ax.out}: onnxruntime and the ONNX spec compute different pixels "
-                            f"({where}); neither is promised")
+        graph.warnings.append(f"{node.describe()}: {what}: converted to onnxruntime's pixels; output {row} reads "
+                              f"pixel {int(np.argmax(ort[row]))} in onnxruntime, {int(np.argmax(spec[row]))} in "
+                              "the ONNX spec (and torch)")
+        return
+    raise fail(node, graph, f"{what}: onnxruntime and the ONNX spec compute different pixels "
+                            f"(the weights of output {row} differ); neither is promised")
 
 
 def _spec_matrix(mode: ResizeMode, ax, by_sizes: bool) -> np.ndarray:

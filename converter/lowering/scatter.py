@@ -5,7 +5,8 @@ window ids written in) fold in passes/fold_constants.py once every input is a co
 With constant indices into run-time data (a slice assignment, x[..., 1:3] = y) every output
 element is known at conversion time to come from one element of the data or of the updates:
 the output is a constant-index Gather (Crop runs, Concat) of the data and updates laid end to
-end, so the numbers are copied exactly. Anything else is refused in one line that names what
+end, so the numbers are copied exactly. Where the written elements form one box (a slice on each
+axis, x[:, :, 1, 2:4] = y), the output is Concats of the data around the box, one per axis cut. Anything else is refused in one line that names what
 is known only at run time; --input-shape fixes the common case, a buffer sized by an input.
 """
 from __future__ import annotations
@@ -40,44 +41,61 @@ def _sources(data_shape, indices: np.ndarray, slice_size: int) -> np.ndarray:
     return source
 
 
-def _slice_axis(shape, source: np.ndarray, total: int) -> tuple[int, int, int] | None:
-    """(axis, start, end) when the written elements are the slice [start, end) of one axis, every
-    other axis whole, filled by the updates in order (a slice assignment); else None."""
+def _box(shape, source: np.ndarray, total: int, updates: int) -> list[tuple[int, int]] | None:
+    """Per axis the range [start, end) when the written elements are exactly one box (a slice on
+    each axis), filled by all the updates in order (x[:, :, 1, 2:4] = y); else None."""
     written = (source >= total).reshape(shape)
-    touched = [np.flatnonzero(written.any(axis=tuple(b for b in range(len(shape)) if b != a)))
-               for a in range(len(shape))]
-    partial = [a for a, t in enumerate(touched) if len(t) != shape[a]]
-    if len(partial) != 1:
-        return None
-    axis = partial[0]
-    start, end = int(touched[axis][0]), int(touched[axis][-1]) + 1
-    box = tuple(slice(start, end) if a == axis else slice(None) for a in range(len(shape)))
+    ranges = []
+    for a in range(len(shape)):
+        touched = np.flatnonzero(written.any(axis=tuple(b for b in range(len(shape)) if b != a)))
+        if not len(touched) or touched[-1] + 1 - touched[0] != len(touched):
+            return None
+        ranges.append((int(touched[0]), int(touched[-1]) + 1))
+    box = tuple(slice(a, b) for a, b in ranges)
     inside = source.reshape(shape)[box]
-    if end - start != len(touched[axis]) or not written[box].all() or \
+    if inside.size != updates or not written[box].all() or int(written.sum()) != inside.size or \
             not np.array_equal(inside.reshape(-1), total + np.arange(inside.size)):
         return None
-    return axis, start, end
+    return ranges
 
 
-def _assign_slice(graph: Graph, node: Node, data: Tensor, updates: Tensor, out: Tensor,
-                  axis: int, start: int, end: int) -> list[Node]:
-    """Concat along `axis` of the data before the slice, the updates, the data after it."""
-    nc_axis = ncnn_axis(graph, node, data.name, axis)
-    piece_shape = lambda a, b: tuple(b - a if i == axis else d for i, d in enumerate(data.shape))
-    layers, pieces = [], []
-    for k, (a, b) in enumerate(((0, start), (end, data.shape[axis]))):
-        if a == b:
-            continue
-        piece = new_tensor(graph, f"{out.name}_kept{k}", piece_shape(a, b), data.batch_axis)
-        layers.append(layer(node, graph, "Crop", [data.name], [piece], {9: [a], 10: [b], 11: [nc_axis]},
-                            suffix=f"_kept{k}"))
-        pieces.append(piece)
-    middle = new_tensor(graph, f"{out.name}_written", piece_shape(start, end), data.batch_axis)
-    layers.append(reshape_layer(graph, node, updates.name, middle, {}, suffix="_written"))
-    pieces.insert(1 if start else 0, middle)
-    if len(pieces) == 1:
-        return layers + [layer(node, graph, "Noop", pieces, [out.name], suffix="_all")]
-    return layers + [layer(node, graph, "Concat", pieces, [out.name], {0: nc_axis}, suffix="_assign")]
+def _assign_box(graph: Graph, node: Node, data: Tensor, updates: Tensor, out: Tensor,
+                ranges: list[tuple[int, int]]) -> list[Node]:
+    """Along each axis the box cuts, outermost first: Concat of the data before the box, the box
+    (the next axis's Concat, or the updates), the data after it; the data is cropped to the box on
+    the axes already cut."""
+    cut = [a for a, (start, end) in enumerate(ranges) if (start, end) != (0, data.shape[a])]
+    layers: list[Node] = []
+    shape = list(data.shape)
+
+    def assign(level: int, current: str, target: str) -> None:
+        axis, (start, end) = cut[level], ranges[cut[level]]
+        nc_axis = ncnn_axis(graph, node, data.name, axis)
+        pieces = []
+        for k, (a, b) in enumerate(((0, start), (end, data.shape[axis]))):
+            if a == b:
+                continue
+            piece = new_tensor(graph, f"{out.name}_kept{level}_{k}", (*shape[:axis], b - a, *shape[axis + 1:]),
+                               data.batch_axis)
+            layers.append(layer(node, graph, "Crop", [current], [piece], {9: [a], 10: [b], 11: [nc_axis]},
+                                suffix=f"_kept{level}_{k}"))
+            pieces.append(piece)
+        shape[axis] = end - start
+        middle = new_tensor(graph, f"{out.name}_written{level}", tuple(shape), data.batch_axis)
+        if level == len(cut) - 1:
+            layers.append(reshape_layer(graph, node, updates.name, middle, {}, suffix="_written"))
+        else:
+            inner = new_tensor(graph, f"{out.name}_box{level}", tuple(shape), data.batch_axis)
+            layers.append(layer(node, graph, "Crop", [current], [inner], {9: [start], 10: [end], 11: [nc_axis]},
+                                suffix=f"_box{level}"))
+            assign(level + 1, inner, middle)
+        pieces.insert(1 if start else 0, middle)
+        if len(pieces) == 1:
+            layers.append(layer(node, graph, "Noop", pieces, [target], suffix=f"_all{level}"))
+        else:
+            layers.append(layer(node, graph, "Concat", pieces, [target], {0: nc_axis}, suffix=f"_assign{level}"))
+    assign(0, data.name, out.name)
+    return layers
 
 
 def _copy_scatter(graph: Graph, node: Node, indices: np.ndarray) -> list[Node]:
@@ -91,9 +109,9 @@ def _copy_scatter(graph: Graph, node: Node, indices: np.ndarray) -> list[Node]:
     indices = np.where(indices < 0, indices + extents, indices)
     total, slice_size = math.prod(data.shape), math.prod(data.shape[depth:])
     source = _sources(data.shape, indices, slice_size)
-    found = _slice_axis(data.shape, source, total)
-    if found is not None:
-        return _assign_slice(graph, node, data, updates, out, *found)
+    ranges = _box(data.shape, source, total, math.prod(updates.shape))
+    if ranges is not None and any(r != (0, n) for r, n in zip(ranges, data.shape)):
+        return _assign_box(graph, node, data, updates, out, ranges)
     pieces = []
     for t in (data, updates):
         flat = new_tensor(graph, f"{t.name}_flat", (math.prod(t.shape),), None)

@@ -53,10 +53,31 @@ def test_offset_sources_run_as_one_hot_products(tmp_path):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
-def test_refused_where_onnxruntime_and_the_spec_pick_other_pixels():
+def test_onnxruntime_pixels_and_a_warning_where_the_spec_picks_others(tmp_path):
     """asymmetric floor 80 -> 24 (torch's F.interpolate export): onnxruntime's float32 9 / 0.3f
-    floors to 29, the spec (and torch, and ncnn's Interp) read 30."""
-    with pytest.raises(ConversionError, match=r"80 -> 24: onnxruntime and the ONNX spec compute different "
-                                              r"pixels \(output 9 reads pixel 29 in onnxruntime, 30 in the spec\)") as info:
-        convert(nearest_model((1, 2, 4, 80), "asymmetric", "floor", sizes=(4, 24)))
+    floors to 29, the spec (and torch, and ncnn's Interp) read 30. onnxruntime is the reference:
+    its one-hot rows run bit for bit, and one warning line names the node and output 9."""
+    model = nearest_model((1, 2, 4, 80), "asymmetric", "floor", sizes=(4, 24))
+    converted = check_in_ncnn(model, tmp_path, rtol=0, atol=0)
+    assert "Interp" not in [n.op for n in converted.graph.topological()]
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+    warned = [w for w in converted.graph.warnings if "ONNX spec" in w]
+    assert warned == ["Resize node 'resize': mode nearest, coordinate_transformation_mode asymmetric resizing axis 3 "
+                      "80 -> 24: converted to onnxruntime's pixels; output 9 reads pixel 29 in onnxruntime, 30 in "
+                      "the ONNX spec (and torch)"]
+
+
+def test_no_warning_where_onnxruntime_and_the_spec_agree(tmp_path):
+    model = nearest_model((1, 2, 6, 9), "half_pixel", "round_prefer_floor", scales=(1 / 3, 1 / 3))
+    assert not [w for w in convert(model).graph.warnings if "ONNX spec" in w]
+
+
+def test_linear_weights_that_differ_from_the_spec_stay_refused():
+    """Only nearest sources are converted to onnxruntime's choice; linear weights that part stay refused
+    (align_corners with a scale whose product is not whole)."""
+    inits = [("scales", np.array([1, 1, 1, 2.5], np.float32))]
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", mode="linear",
+                            coordinate_transformation_mode="align_corners")
+    with pytest.raises(ConversionError, match="ONNX spec") as info:
+        convert(make_model([node], [("x", (1, 2, 4, 5))], [("y", None)], inits))
     assert "\n" not in str(info.value)

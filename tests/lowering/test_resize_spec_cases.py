@@ -2,7 +2,8 @@
 an extent; every coordinate transform ncnn might take): each one is refused in one line, or real
 ncnn and the interpreter compute what onnxruntime computes and what the ONNX reference (the spec,
 which the node tests' expected numbers come from) computes. Where those two references part, the
-conversion must refuse."""
+conversion must refuse, except for nearest source pixels: there onnxruntime, the project's reference,
+is followed and the conversion warns, naming the node and the spec's pixel."""
 import numpy as np
 import pytest
 from onnx import helper
@@ -52,7 +53,10 @@ def _converts_right_or_refuses(tmp_path, model, what) -> bool:
     except ConversionError as exc:
         assert "\n" not in str(exc)
         return False
-    assert _references_agree(model, feeds), f"{what}: converted where onnxruntime and the spec part"
+    if not _references_agree(model, feeds):
+        mode = next(a.s.decode() for a in model.graph.node[0].attribute if a.name == "mode")
+        warned = [w for w in converted.graph.warnings if "in the ONNX spec (and torch)" in w]
+        assert mode == "nearest" and warned, f"{what}: converted where onnxruntime and the spec part, unwarned"
     want = onnxruntime_outputs(model, feeds)["y"]
     np.testing.assert_allclose(got["y"].reshape(want.shape), want, rtol=1e-3, atol=1e-4, err_msg=what)
     io = converted.io()

@@ -59,6 +59,38 @@ def test_slice_assignment_is_a_concat(tmp_path, shape, axis, start, end):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
+def box_indices(shape, box):
+    """The index tuples for x[box] = u, `box` a (start, end) per axis: element-wise (the last axis too),
+    as torch's export of Tensor.slice_copy writes them."""
+    grid = np.stack(np.meshgrid(*[range(a, b) for a, b in box], indexing="ij"), -1)
+    return grid, list(grid.shape[:-1])
+
+
+@pytest.mark.parametrize("shape, box", [
+    ([1, 5, 6, 7], [(0, 1), (0, 5), (1, 2), (2, 4)]),        # x[:, :, 1, 2:4] = u
+    ([1, 5, 6, 7], [(0, 1), (1, 3), (2, 5), (0, 7)]),        # x[:, 1:3, 2:5] = u
+    ([1, 5, 6, 7], [(0, 1), (4, 5), (0, 2), (6, 7)]),        # a corner: one Crop per cut axis
+])
+def test_box_assignment_is_nested_concats(tmp_path, shape, box):
+    indices, updates_shape = box_indices(shape, box)
+    model = scatter_model(shape, indices, updates_shape)
+    converted = check_in_ncnn(model, tmp_path, rtol=0, atol=0)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+    cut = sum((a, b) != (0, n) for (a, b), n in zip(box, shape))
+    types = ncnn_layer_types(converted)
+    assert types.count("Concat") == cut and "Embed" not in types and types.count("Crop") <= 3 * cut
+
+
+def test_updates_written_over_each_other_are_no_box(tmp_path):
+    """Two writes to one element: the later wins, so the updates are not laid in order: the general gather."""
+    indices, _ = box_indices([1, 5, 6, 7], [(0, 1), (1, 3), (2, 5), (0, 7)])
+    indices = np.concatenate([indices.reshape(-1, 4), indices.reshape(-1, 4)[:1]])
+    model = scatter_model([1, 5, 6, 7], indices, [len(indices)])
+    converted = check_in_ncnn(model, tmp_path, rtol=0, atol=0)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+    assert not [n for n in converted.graph.topological() if n.name.endswith("_assign0")]
+
+
 @pytest.mark.parametrize("indices, updates_shape", [
     ([[0, 2, 1], [0, 0, 5], [0, -1, -2]], [3]),          # single elements, negative indices
     ([[0, 3], [0, 1]], [2, 6]),                          # whole rows, out of order

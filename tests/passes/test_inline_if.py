@@ -113,6 +113,7 @@ def test_if_on_an_unknown_size_is_refused_naming_the_input():
 
 
 def test_loop_is_refused_by_name():
+    """A trip count fed at run time (a constant one unrolls: passes/unroll_loops.py)."""
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["acc", "x"], ["acc_out"])],
         "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
@@ -122,9 +123,9 @@ def test_loop_is_refused_by_name():
          helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, X_SHAPE)])
     graph = helper.make_graph(
         [helper.make_node("Loop", ["n", "", "x"], ["y"], name="repeat", body=body)], "loop",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, X_SHAPE)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, X_SHAPE)],
-        [numpy_helper.from_array(np.array(3, np.int64), "n")])
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, X_SHAPE),
+         helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, X_SHAPE)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     with pytest.raises(ConversionError, match="Loop node 'repeat'"):
