@@ -37,6 +37,8 @@ FIRES = {
     "fused qkv projection": ({"fused_qkv": True}, [(2,), (9,)], ("T",)),
     "gemm projections, fused qkv, mask": ({"fused_qkv": True, "gemm": True, "mask": (1, 1, T, T)}, [(6,)], ("T",)),
     "cross-attention": ({"cross": True}, [(3, 4), (6, 2)], ("T", "S")),
+    "sequence-first, sqrt scales on q and k": ({"seq_first": True, "scale_at": "qk", "scale_op": "Mul"}, [(3,), (10,)],
+                                               ("T",)),
 }
 
 
@@ -48,7 +50,8 @@ def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, tmp_path):
     assert converted.stats["attention_fused"] == 1
     types = layers(converted)
     assert types.count("MultiHeadAttention") == 1
-    assert not {"MatMul", "Softmax", "Permute"} & set(types), types
+    assert not {"MatMul", "Softmax"} & set(types), types
+    assert types.count("Permute") == variant.get("seq_first", 0), types     # (T, 1, C) back to (1, T, C)
 
 
 def test_a_mask_broadcast_along_its_rows_stays_unfused(tmp_path):

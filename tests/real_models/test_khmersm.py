@@ -26,6 +26,7 @@ def test_khmersm_segmenter(tmp_path, backends):
                                  backends=backends, make_feeds=token_feeds)
     types = [n.op for n in converted.graph.topological()]
     assert types.count("LayerNorm") == 6 and "Embed" in types, sorted(set(types))
+    assert types.count("MultiHeadAttention") == 3 and "Softmax" not in types, sorted(set(types))
 
 
 def test_khmersm_segmenter_at_run_time_length(tmp_path):
