@@ -1,6 +1,7 @@
 """fuse_attention at run-time sequence lengths: the attention models of test_fuse_attention with T (and
 S) left dynamic fuse into one MultiHeadAttention and one converted file matches onnxruntime at other
-lengths (real ncnn and the interpreter); a mask ncnn's layer would have to broadcast stays unfused."""
+lengths (real ncnn and the interpreter); a padding mask of one row is filled to every query at run time,
+a mask broadcast along its columns stays unfused."""
 import copy
 
 import numpy as np
@@ -54,9 +55,26 @@ def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, tmp_path):
     assert types.count("Permute") == variant.get("seq_first", 0), types     # (T, 1, C) back to (1, T, C)
 
 
-def test_a_mask_broadcast_along_its_rows_stays_unfused(tmp_path):
-    """ncnn's layer reads one mask row per query; (1, 1, 1, T) would need a run-time expansion."""
-    model = with_run_time_lengths(attention(mask=True))
+ROW_MASKS = {
+    "padding mask (1, 1, 1, T)": ({"mask": True}, [(1,), (3,), (7,)], ("T",)),
+    "per-head padding mask (1, H, 1, T)": ({"mask": (1, 2, 1, T)}, [(3,), (6,)], ("T",)),
+    "cross-attention, padding mask (1, 1, 1, S)": ({"cross": True, "mask": True}, [(3, 4), (6, 2)], ("T", "S")),
+}
+
+
+@pytest.mark.parametrize("variant, sizes, dims", ROW_MASKS.values(), ids=ROW_MASKS.keys())
+def test_a_mask_of_one_row_is_filled_to_every_query(variant, sizes, dims, tmp_path):
+    """ncnn's layer reads one mask row per query: the one row plus zeros (T, S) made at run time."""
+    converted = assert_one_file_many_sizes(with_run_time_lengths(attention(**variant)), tmp_path, sizes, dims=dims)
+    assert converted.stats["attention_fused"] == 1
+    types = layers(converted)
+    assert types.count("MultiHeadAttention") == 1 and types.count("Interp") == 1, types
+    assert not {"MatMul", "Softmax", "Permute"} & set(types), types
+
+
+def test_a_mask_broadcast_along_its_columns_stays_unfused(tmp_path):
+    """(1, 1, T, 1): one value per query for every key; left as it is (exact, unfused)."""
+    model = with_run_time_lengths(attention(mask=(1, 1, T, 1)))
     converted = assert_one_file_many_sizes(model, tmp_path, [(3,), (7,)], dims=("T",))
     assert converted.stats["attention_fused"] == 0
     assert "MultiHeadAttention" not in layers(converted)

@@ -35,3 +35,5 @@ def test_khmersm_segmenter_at_run_time_length(tmp_path):
     converted = check_real_model("khmersm", lengths, tmp_path, make_feeds=token_feeds)
     types = [n.op for n in converted.graph.topological()]
     assert types.count("LayerNorm") == 6 and "Embed" in types, sorted(set(types))
+    # its padding mask (1, H, 1, S) is filled to (H, T, S) at run time for the fused layers
+    assert types.count("MultiHeadAttention") == 3 and "Softmax" not in types, sorted(set(types))
