@@ -3,7 +3,7 @@ where that computes the same numbers (real ncnn against onnxruntime, the interpr
 ncnn), and stays as it was where it would not."""
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 from onnx_cases import check_in_ncnn, check_interpreter_matches_ncnn, make_model
 from onnx_cases import ncnn_layer_types as layers
@@ -69,6 +69,12 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
     b = Builder()
     kv = "m" if cross else "x"
     length, kdim = (S, 6) if cross else (T, C)
+    mask_name = "mask"
+    if mask == "ids":   # BERT's extended mask: (1 - attention_mask[:, None, None, :]) * -10000 (ids 0/1 by
+        # way of bool: random ids of 2 would add +10000 to the scores, where float32 keeps no digits of them)
+        kept = b.op("Cast", b.op("Cast", "attention_mask", to=TensorProto.BOOL), to=1)
+        ones = b.op("Unsqueeze", kept, b.const(np.array([1, 2])))
+        mask_name = b.op("Mul", b.op("Sub", b.const(np.float32(1)), ones), b.const(np.float32(-10000)))
     if seq_first:       # torch nn.MultiheadAttention (khmersm): sequence-first rows, one fused projection
         qkv = b.linear(b.op("Transpose", "x", perm=[1, 0, 2]), C, 3 * C)
         q, k, v = (b.seq_first_heads(part) for part in b.op("Split", qkv, n_out=3, axis=2))
@@ -97,11 +103,11 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
         v = b.op(scale_op, v, b.const(factor))
     scores = b.op("MatMul", q, k)
     if mask is not None and mask_first:
-        scores = b.op(mask_op, scores, "mask")
+        scores = b.op(mask_op, scores, mask_name)
     if scale_at == "scores":
         scores = b.op(scale_op, scores, b.const(factor))
     if mask is not None and not mask_first:
-        scores = b.op(mask_op, "mask", scores) if mask == "first" else b.op(mask_op, scores, "mask")
+        scores = b.op(mask_op, mask_name, scores) if mask == "first" else b.op(mask_op, scores, mask_name)
     probs = b.op("Softmax", scores, axis=softmax_axis)
     if softmax_cast:    # HF's torchscript export: float -> float Casts after the softmax
         probs = b.op("Cast", b.op("Cast", probs, to=1), to=1)
@@ -109,7 +115,9 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
     y = b.seq_first_merge(context) if seq_first else b.linear(b.merge(context), C, C, bias=out_bias, gemm=gemm)
     b.nodes[-1].output[0] = "y"
     inputs = [("x", [1, T, C])] + ([("m", [1, S, kdim])] if cross else [])
-    if mask is not None:
+    if mask == "ids":
+        inputs.append(("attention_mask", [1, length], TensorProto.INT64))
+    elif mask is not None:
         inputs.append(("mask", [1, 1, 1, length] if mask in (True, "first") else list(mask)))
     outputs = [("y", [1, T, C])] + ([(probs, None)] if extra_output else [])
     return make_model(b.nodes, inputs, outputs, b.inits)
@@ -118,6 +126,7 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
 FIRES = {
     "self, scale after the scores": {},
     "self, padding mask": {"mask": True},
+    "BERT's mask from attention_mask": {"mask": "ids"},
     "mask written first": {"mask": "first"},
     "per-head full mask": {"mask": (1, H, T, T)},
     "one (T, T) mask": {"mask": (T, T)},

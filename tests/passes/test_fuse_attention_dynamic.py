@@ -57,6 +57,7 @@ def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, tmp_path):
 
 ROW_MASKS = {
     "padding mask (1, 1, 1, T)": ({"mask": True}, [(1,), (3,), (7,)], ("T",)),
+    "BERT's mask from attention_mask (1, T)": ({"mask": "ids"}, [(3,), (9,)], ("T",)),
     "per-head padding mask (1, H, 1, T)": ({"mask": (1, 2, 1, T)}, [(3,), (6,)], ("T",)),
     "cross-attention, padding mask (1, 1, 1, S)": ({"cross": True, "mask": True}, [(3, 4), (6, 2)], ("T", "S")),
 }
