@@ -124,7 +124,7 @@ def probed_match(graph: Graph, shapes: SymbolicShapes, softmax: Node, match: Cal
         rows = shapes.dims.get(softmax.inputs[0], (None,) * 4)[2:]
         if None in rows or not all(r.tensor in graph.inputs for d in rows for r in refs(d)):
             raise LookupError("the number of queries is no term over the inputs' extents")
-    key = (mask, heads)
+    key = (mask, heads, rows)       # a padding mask filled to T rows serves only queries of T rows
     made = []
     if key not in masks:
         masks[key], made = _mask_blob(graph, mask, full[1] == 1, rows)

@@ -6,10 +6,10 @@ import copy
 
 import numpy as np
 import pytest
-from onnx import numpy_helper
-from test_fuse_attention import S, T, attention
+from onnx import helper, numpy_helper
+from test_fuse_attention import C, D, S, T, Builder, attention, rand
 
-from onnx_cases import assert_one_file_many_sizes
+from onnx_cases import assert_one_file_many_sizes, make_model
 from onnx_cases import ncnn_layer_types as layers
 
 NAMES = {T: "T", S: "S"}
@@ -79,3 +79,31 @@ def test_a_mask_broadcast_along_its_columns_stays_unfused(tmp_path):
     converted = assert_one_file_many_sizes(model, tmp_path, [(3,), (7,)], dims=("T",))
     assert converted.stats["attention_fused"] == 0
     assert "MultiHeadAttention" not in layers(converted)
+
+
+def two_blocks_one_padding_mask():
+    """An encoder's self-attention over m (S rows) and a decoder's cross-attention from x (T rows) to m,
+    both with m's padding mask (1, 1, 1, S): filled once to (S, S) and once to (T, S)."""
+    b = Builder()
+
+    def block(src, rows, out):
+        q = b.heads(b.linear(src, C, C), rows)
+        k = b.heads(b.linear("m", C, C), S, perm=(0, 2, 3, 1))
+        v = b.heads(b.linear("m", C, C), S)
+        scores = b.op("Add", b.op("Div", b.op("MatMul", q, k), b.const(np.float32(np.sqrt(D)))), "mask")
+        context = b.op("MatMul", b.op("Softmax", scores, axis=-1), v)
+        merged = b.op("Reshape", b.op("Transpose", context, perm=[0, 2, 1, 3]), b.const(np.array([1, rows, C])))
+        b.nodes.append(helper.make_node("MatMul", [merged, b.const(rand(C, C))], [out]))
+    block("m", S, "y_self")
+    block("x", T, "y_cross")
+    return make_model(b.nodes, [("x", [1, T, C]), ("m", [1, S, C]), ("mask", [1, 1, 1, S])],
+                      [("y_self", [1, S, C]), ("y_cross", [1, T, C])], b.inits)
+
+
+def test_one_padding_mask_is_filled_for_each_number_of_queries(tmp_path):
+    """The cross-attention's queries outnumber the keys at (9, 4): a mask filled to (S, S) would be read
+    past its rows."""
+    model = with_run_time_lengths(two_blocks_one_padding_mask())
+    converted = assert_one_file_many_sizes(model, tmp_path, [(9, 4), (3, 6)], dims=("T", "S"))
+    assert converted.stats["attention_fused"] == 2
+    assert layers(converted).count("Interp") == 2
