@@ -9,7 +9,8 @@ a layout that read other columns at another length would differ in one of them. 
 MultiHeadAttention takes any number of rows; its mask must have one row per query and one column
 per key (T, S), or (H, T, S): a (T, S) mask reaches it through Squeeze/Unsqueeze (ranks only), a
 padding mask of one row (1, S) is added to zeros (T, S) filled at run time (a 4-D blob, or one row
-that ncnn would have to broadcast, gives other numbers).
+that ncnn would have to broadcast, gives other numbers); a row that reshapes and Expands copy to
+every head (torch's nn.MultiheadAttention) is filled once for all heads, from before the copies.
 """
 from __future__ import annotations
 
@@ -119,17 +120,59 @@ def probed_match(graph: Graph, shapes: SymbolicShapes, softmax: Node, match: Cal
         one_row.append(f[2] == 1)
     if one_row[0] != one_row[1]:
         raise LookupError("the mask has one row at one size only")
-    rows = None
+    rows, shared = None, full[1] == 1
     if one_row[0]:      # a padding mask (1, 1|H, 1, S): one row for every query, made at run time
         rows = shapes.dims.get(softmax.inputs[0], (None,) * 4)[2:]
         if None in rows or not all(r.tensor in graph.inputs for d in rows for r in refs(d)):
             raise LookupError("the number of queries is no term over the inputs' extents")
+        source = None if shared else _one_row_source(graph, [view, runs[1][4]], mask)
+        if source is not None:
+            mask, shared = source, True
     key = (mask, heads, rows)       # a padding mask filled to T rows serves only queries of T rows
     made = []
     if key not in masks:
-        masks[key], made = _mask_blob(graph, mask, full[1] == 1, rows)
+        masks[key], made = _mask_blob(graph, mask, shared, rows)
     fused.inputs[-1] = masks[key]
     return fused, nodes, made
+
+
+RESHAPING = {"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Expand"}
+
+
+def _one_row_source(graph: Graph, views: list[ProbedGraph], mask: str) -> str | None:
+    """The tensor of one row, (1, S) or (1, 1, 1, S), that a per-head padding mask (1, H, 1, S) copies to
+    every head through reshapes and Expands (torch's nn.MultiheadAttention), the furthest back there is:
+    its index array, run through the nodes in between at each probe size, gives each head that row."""
+    chain, name = [], mask
+    while len(chain) < 16:
+        node = graph.producer(name)
+        if node is None or node.ncnn or node.op not in RESHAPING or len(node.outputs) != 1:
+            break
+        chain.append(node)
+        name = node.inputs[0]
+    for k in range(len(chain), 0, -1):
+        source = chain[k - 1].inputs[0]
+        if graph.tensors[source].dtype == np.float32 and all(
+                _copies_row(v, chain[:k][::-1], source) for v in views):
+            return source
+    return None
+
+
+def _copies_row(view: ProbedGraph, nodes: list[Node], source: str) -> bool:
+    shape = view.tensors[source].shape
+    if shape is None or None in shape or tuple(shape) not in ((1, shape[-1]), (1, 1, 1, shape[-1])):
+        return False
+    arr = np.arange(shape[-1]).reshape(shape)
+    for node in nodes:
+        out = view.tensors[node.outputs[0]].shape
+        if out is None or None in out:
+            return False
+        try:
+            arr = np.broadcast_to(arr, out) if node.op == "Expand" else arr.reshape(out)
+        except ValueError:
+            return False
+    arr = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+    return arr.shape[2] == 1 and np.array_equal(arr, np.broadcast_to(np.arange(shape[-1]), arr.shape))
 
 
 def _mask_blob(graph: Graph, mask: str, shared: bool, rows: tuple | None) -> tuple[str, list[Node]]:

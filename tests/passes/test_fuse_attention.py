@@ -75,6 +75,12 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
         kept = b.op("Cast", b.op("Cast", "attention_mask", to=TensorProto.BOOL), to=1)
         ones = b.op("Unsqueeze", kept, b.const(np.array([1, 2])))
         mask_name = b.op("Mul", b.op("Sub", b.const(np.float32(1)), ones), b.const(np.float32(-10000)))
+    if mask == "heads":     # torch nn.MultiheadAttention: the padding row expanded to (1, H, 1, S) via (H, 1, S)
+        wide = b.op("Expand", "mask", b.const(np.array([1, H, 1, 1])))
+        mask_name = b.op("Reshape", b.op("Reshape", wide, b.const(np.array([H, 1, -1]))), b.const(np.array([1, H, 1, -1])))
+    if mask == "interleaved":   # (S, 1) -> (S, H) -> (1, H, 1, S): heads read m[0], m[0], m[1]..., not the row
+        column = b.op("Expand", b.op("Reshape", "mask", b.const(np.array([-1, 1]))), b.const(np.array([1, H])))
+        mask_name = b.op("Reshape", column, b.const(np.array([1, H, 1, -1])))
     if seq_first:       # torch nn.MultiheadAttention (khmersm): sequence-first rows, one fused projection
         qkv = b.linear(b.op("Transpose", "x", perm=[1, 0, 2]), C, 3 * C)
         q, k, v = (b.seq_first_heads(part) for part in b.op("Split", qkv, n_out=3, axis=2))
@@ -118,7 +124,7 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
     if mask == "ids":
         inputs.append(("attention_mask", [1, length], TensorProto.INT64))
     elif mask is not None:
-        inputs.append(("mask", [1, 1, 1, length] if mask in (True, "first") else list(mask)))
+        inputs.append(("mask", [1, 1, 1, length] if mask in (True, "first", "heads", "interleaved") else list(mask)))
     outputs = [("y", [1, T, C])] + ([(probs, None)] if extra_output else [])
     return make_model(b.nodes, inputs, outputs, b.inits)
 

@@ -60,6 +60,8 @@ ROW_MASKS = {
     "BERT's mask from attention_mask (1, T)": ({"mask": "ids"}, [(3,), (9,)], ("T",)),
     "per-head padding mask (1, H, 1, T)": ({"mask": (1, 2, 1, T)}, [(3,), (6,)], ("T",)),
     "cross-attention, padding mask (1, 1, 1, S)": ({"cross": True, "mask": True}, [(3, 4), (6, 2)], ("T", "S")),
+    "padding mask expanded to every head": ({"mask": "heads"}, [(3,), (7,)], ("T",)),
+    "a row interleaved over the heads (not copies)": ({"mask": "interleaved"}, [(3,), (7,)], ("T",)),
 }
 
 
@@ -71,6 +73,11 @@ def test_a_mask_of_one_row_is_filled_to_every_query(variant, sizes, dims, tmp_pa
     types = layers(converted)
     assert types.count("MultiHeadAttention") == 1 and types.count("Interp") == 1, types
     assert not {"MatMul", "Softmax", "Permute"} & set(types), types
+    # one row copied to every head is filled once for all heads: (T, S), not (H, T, S) after a Tile
+    mask = next(n for n in converted.graph.nodes.values() if n.op == "MultiHeadAttention").inputs[-1]
+    per_head = variant["mask"] in ("interleaved", (1, 2, 1, T))
+    assert len(converted.graph.tensors[mask].ncnn_shape) == (3 if per_head else 2)
+    assert ("Tile" in types) == (variant["mask"] == "interleaved"), types
 
 
 def test_a_mask_broadcast_along_its_columns_stays_unfused(tmp_path):
