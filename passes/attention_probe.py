@@ -131,7 +131,7 @@ def probed_match(graph: Graph, shapes: SymbolicShapes, softmax: Node, match: Cal
     key = (mask, heads, rows)       # a padding mask filled to T rows serves only queries of T rows
     made = []
     if key not in masks:
-        masks[key], made = _mask_blob(graph, mask, shared, rows)
+        masks[key], made = _mask_blob(graph, mask, None if shared else heads, rows)
     fused.inputs[-1] = masks[key]
     return fused, nodes, made
 
@@ -175,12 +175,12 @@ def _copies_row(view: ProbedGraph, nodes: list[Node], source: str) -> bool:
     return arr.shape[2] == 1 and np.array_equal(arr, np.broadcast_to(np.arange(shape[-1]), arr.shape))
 
 
-def _mask_blob(graph: Graph, mask: str, shared: bool, rows: tuple | None) -> tuple[str, list[Node]]:
-    """The mask as (1, T, S) (one for all heads) or (1, H, T, S), batch axis first, by rank changes;
+def _mask_blob(graph: Graph, mask: str, heads: int | None, rows: tuple | None) -> tuple[str, list[Node]]:
+    """The mask as (1, T, S) (one for all heads: `heads` None) or (1, H, T, S), batch axis first, by rank changes;
     a mask of one row, with `rows` the terms (T, S), plus zeros of that shape filled at run time
     (mask + 0 is the mask, -inf included)."""
     m = graph.tensors[mask]
-    want = 3 if shared else 4
+    want = 3 if heads is None else 4
     made, name = [], mask
     if m.rank != want:
         squeeze = m.rank > want
@@ -191,7 +191,7 @@ def _mask_blob(graph: Graph, mask: str, shared: bool, rows: tuple | None) -> tup
                          [name]))
     if rows is None:
         return name, made
-    terms = [1, *graph.tensors[name].shape[1:-2], *rows]
+    terms = [1, *([] if heads is None else [heads]), *rows]
     zeros = _tensor(graph, f"{mask}_zeros", tuple(t if isinstance(t, int) else None for t in terms))
     read = sorted({r.tensor for t in terms for r in refs(t)})       # pinned as pin_refs does (added later)
     fill = Node(graph.fresh_name(f"{mask}_zeros"), "ConstantOfShape", read, [zeros],

@@ -77,7 +77,8 @@ def attention(*, cross=False, mask=None, scale_at="scores", scale_op="Div", fuse
         mask_name = b.op("Mul", b.op("Sub", b.const(np.float32(1)), ones), b.const(np.float32(-10000)))
     if mask == "heads":     # torch nn.MultiheadAttention: the padding row expanded to (1, H, 1, S) via (H, 1, S)
         wide = b.op("Expand", "mask", b.const(np.array([1, H, 1, 1])))
-        mask_name = b.op("Reshape", b.op("Reshape", wide, b.const(np.array([H, 1, -1]))), b.const(np.array([1, H, 1, -1])))
+        per_head = b.op("Reshape", wide, b.const(np.array([H, 1, -1])))
+        mask_name = b.op("Reshape", per_head, b.const(np.array([1, H, 1, -1])))
     if mask == "interleaved":   # (S, 1) -> (S, H) -> (1, H, 1, S): heads read m[0], m[0], m[1]..., not the row
         column = b.op("Expand", b.op("Reshape", "mask", b.const(np.array([-1, 1]))), b.const(np.array([1, H])))
         mask_name = b.op("Reshape", column, b.const(np.array([1, H, 1, -1])))
