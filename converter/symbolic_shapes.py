@@ -19,6 +19,8 @@ from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
 from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op
 
 Dims = tuple[Term, ...]
+REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
 SAME_SHAPE = UNARY_ELEMENTWISE | {"Softmax", "LogSoftmax", "LayerNormalization", "CumSum", "Dropout",
                                   "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization"}
 
@@ -195,6 +197,8 @@ class SymbolicShapes:
             put = {a % rank for a in axes}
             rest = iter(x)
             return tuple(1 if i in put else next(rest) for i in range(rank))
+        if node.op in REDUCTIONS:
+            return self._reduce(node, x)
         if node.op == "Flatten":
             axis = attrs.get("axis", 1) % (len(x) + 1)
             return (_product(1, list(x[:axis])), _product(1, list(x[axis:])))
@@ -233,7 +237,52 @@ class SymbolicShapes:
                 else:
                     dims[axis] = op("-", end, start)
             return tuple(dims)
+        if node.op == "Slice":
+            return self._constant_slice(node, x)
         return None
+
+    def _constant_slice(self, node: Node, x: Dims) -> Dims | None:
+        """A Slice by constants: the axes it cuts from known extents, or from the start to the end of an
+        unknown one (an end past any extent, step 1); the others as they are (None: unknown)."""
+        if "starts" in node.attrs:
+            starts, ends = node.attrs["starts"], node.attrs["ends"]
+            axes, steps = node.attrs.get("axes"), None
+        else:
+            values = [self.graph.value(i) if i else None for i in node.inputs[1:5]]
+            if len(values) < 2 or any(v is None for v, i in zip(values, node.inputs[1:5]) if i):
+                return None
+            starts, ends = values[0].reshape(-1).tolist(), values[1].reshape(-1).tolist()
+            axes = values[2].reshape(-1).tolist() if len(values) > 2 and values[2] is not None else None
+            steps = values[3].reshape(-1).tolist() if len(values) > 3 and values[3] is not None else None
+        axes = list(range(len(starts))) if axes is None else axes
+        steps = [1] * len(starts) if steps is None else steps
+        dims: list[Term | None] = list(x)
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            axis = int(axis) % len(x)
+            if isinstance(x[axis], int):
+                dims[axis] = len(range(x[axis])[slice(int(start), int(end), int(step))])
+            elif step == 1 and 0 <= start and end >= 2**31 - 1:
+                dims[axis] = op("-", x[axis], int(start))
+            else:
+                dims[axis] = None
+        return tuple(dims)
+
+    def _reduce(self, node: Node, x: Dims) -> Dims | None:
+        """Reduce* (axes as attribute, or as a constant input from opset 18/13 on), keepdims or not."""
+        axes = node.attrs.get("axes")
+        if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+            value = self.graph.value(node.inputs[1])
+            if value is None:
+                return None
+            axes = [int(a) for a in value.reshape(-1)]
+        if not axes:
+            if node.attrs.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(len(x)))
+        drop = {a % len(x) for a in axes}
+        if node.attrs.get("keepdims", 1):
+            return tuple(1 if i in drop else d for i, d in enumerate(x))
+        return tuple(d for i, d in enumerate(x) if i not in drop)
 
     def _reshape(self, x: Dims | None, terms: list[Term]) -> Dims | None:
         terms = [self.canon(t) for t in terms]

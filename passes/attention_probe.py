@@ -6,9 +6,11 @@ inputs' sizes (converter/symbolic_shapes.py): the match runs twice on views of t
 every symbol takes a size, two different sets of sizes (distinct primes, unlike any static
 extent), and the fusion is kept only when both runs match the same nodes into the same layer:
 a layout that read other columns at another length would differ in one of them. ncnn's
-MultiHeadAttention takes any number of rows; its mask must already have one row per query and
-one column per key (T, S), which the view checks too, and reaches it through Squeeze/Unsqueeze
-only (ranks, no sizes).
+MultiHeadAttention takes any number of rows; its mask must have one row per query and one column
+per key (T, S), or (H, T, S): a (T, S) mask reaches it through Squeeze/Unsqueeze (ranks only), a
+padding mask of one row (1, S) is added to zeros (T, S) filled at run time (a 4-D blob, or one row
+that ncnn would have to broadcast, gives other numbers); a row that reshapes and Expands copy to
+every head (torch's nn.MultiheadAttention) is filled once for all heads, from before the copies.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from typing import Callable
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.symbolic import Ref, refs
+from converter.runtime_fill import FILL_VALUE
+from converter.symbolic import REFS, SHAPE_TERMS, Ref, refs
 from converter.symbolic_shapes import SymbolicShapes, evaluate
 
 class NoMatch(Exception):
@@ -107,31 +110,98 @@ def probed_match(graph: Graph, shapes: SymbolicShapes, softmax: Node, match: Cal
     if mask is None:
         return fused, nodes, []
     heads = fused.params[1]
+    one_row = []
     for f, v in ((full, view), (other_full, runs[1][4])):
         t, s = (v.tensors[x].ncnn_shape[0] for x in fused.inputs[:2]) if len(fused.inputs) > 2 else \
             (v.tensors[fused.inputs[0]].ncnn_shape[0],) * 2
-        if graph.tensors[mask].dtype != np.float32 or f[0] != 1 or f[1] not in (1, heads) or f[2:] != (t, s):
-            raise LookupError("the mask is broadcast along its rows or columns")
-    key = (mask, heads)
+        if graph.tensors[mask].dtype != np.float32 or f[0] != 1 or f[1] not in (1, heads) or f[2:] not in (
+                (t, s), (1, s)):
+            raise LookupError("the mask is broadcast along its columns")
+        one_row.append(f[2] == 1)
+    if one_row[0] != one_row[1]:
+        raise LookupError("the mask has one row at one size only")
+    rows, shared = None, full[1] == 1
+    if one_row[0]:      # a padding mask (1, 1|H, 1, S): one row for every query, made at run time
+        rows = shapes.dims.get(softmax.inputs[0], (None,) * 4)[2:]
+        if None in rows or not all(r.tensor in graph.inputs for d in rows for r in refs(d)):
+            raise LookupError("the number of queries is no term over the inputs' extents")
+        source = None if shared else _one_row_source(graph, [view, runs[1][4]], mask)
+        if source is not None:
+            mask, shared = source, True
+    key = (mask, heads, rows)       # a padding mask filled to T rows serves only queries of T rows
     made = []
     if key not in masks:
-        masks[key], made = _mask_blob(graph, mask, full[1] == 1)
+        masks[key], made = _mask_blob(graph, mask, None if shared else heads, rows)
     fused.inputs[-1] = masks[key]
     return fused, nodes, made
 
 
-def _mask_blob(graph: Graph, mask: str, shared: bool) -> tuple[str, list[Node]]:
-    """The mask as (1, T, S) (one for all heads) or (1, H, T, S), batch axis first, by rank changes."""
+RESHAPING = {"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Expand"}
+
+
+def _one_row_source(graph: Graph, views: list[ProbedGraph], mask: str) -> str | None:
+    """The tensor of one row, (1, S) or (1, 1, 1, S), that a per-head padding mask (1, H, 1, S) copies to
+    every head through reshapes and Expands (torch's nn.MultiheadAttention), the furthest back there is:
+    its index array, run through the nodes in between at each probe size, gives each head that row."""
+    chain, name = [], mask
+    while len(chain) < 16:
+        node = graph.producer(name)
+        if node is None or node.ncnn or node.op not in RESHAPING or len(node.outputs) != 1:
+            break
+        chain.append(node)
+        name = node.inputs[0]
+    for k in range(len(chain), 0, -1):
+        source = chain[k - 1].inputs[0]
+        if graph.tensors[source].dtype == np.float32 and all(
+                _copies_row(v, chain[:k][::-1], source) for v in views):
+            return source
+    return None
+
+
+def _copies_row(view: ProbedGraph, nodes: list[Node], source: str) -> bool:
+    shape = view.tensors[source].shape
+    if shape is None or None in shape or tuple(shape) not in ((1, shape[-1]), (1, 1, 1, shape[-1])):
+        return False
+    arr = np.arange(shape[-1]).reshape(shape)
+    for node in nodes:
+        out = view.tensors[node.outputs[0]].shape
+        if out is None or None in out:
+            return False
+        try:
+            arr = np.broadcast_to(arr, out) if node.op == "Expand" else arr.reshape(out)
+        except ValueError:
+            return False
+    arr = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+    return arr.shape[2] == 1 and np.array_equal(arr, np.broadcast_to(np.arange(shape[-1]), arr.shape))
+
+
+def _mask_blob(graph: Graph, mask: str, heads: int | None, rows: tuple | None) -> tuple[str, list[Node]]:
+    """The mask as (1, T, S) (one for all heads: `heads` None) or (1, H, T, S), batch axis first, by rank changes;
+    a mask of one row, with `rows` the terms (T, S), plus zeros of that shape filled at run time
+    (mask + 0 is the mask, -inf included)."""
     m = graph.tensors[mask]
-    want = 3 if shared else 4
-    if m.rank == want:
-        return mask, []
-    squeeze = m.rank > want
-    axes = graph.add_constant(f"{mask}_heads_axis", np.array([1 if squeeze else 0], np.int64)).name
-    shape = m.shape[:1] + m.shape[2:] if squeeze else (1, *m.shape)
-    out = graph.add_tensor(Tensor(graph.fresh_name(f"{mask}_rows"), shape, np.dtype(np.float32), batch_axis=0))
-    node = Node(graph.fresh_name(f"{mask}_rows"), "Squeeze" if squeeze else "Unsqueeze", [mask, axes], [out.name])
-    return out.name, [node]
+    want = 3 if heads is None else 4
+    made, name = [], mask
+    if m.rank != want:
+        squeeze = m.rank > want
+        axes = graph.add_constant(f"{mask}_heads_axis", np.array([1 if squeeze else 0], np.int64)).name
+        shape = m.shape[:1] + m.shape[2:] if squeeze else (1, *m.shape)
+        name = _tensor(graph, f"{mask}_rows", shape)
+        made.append(Node(graph.fresh_name(f"{mask}_rows"), "Squeeze" if squeeze else "Unsqueeze", [mask, axes],
+                         [name]))
+    if rows is None:
+        return name, made
+    terms = [1, *([] if heads is None else [heads]), *rows]
+    zeros = _tensor(graph, f"{mask}_zeros", tuple(t if isinstance(t, int) else None for t in terms))
+    read = sorted({r.tensor for t in terms for r in refs(t)})       # pinned as pin_refs does (added later)
+    fill = Node(graph.fresh_name(f"{mask}_zeros"), "ConstantOfShape", read, [zeros],
+                attrs={SHAPE_TERMS: terms, FILL_VALUE: 0.0, REFS: read})
+    full = _tensor(graph, f"{mask}_every_row", graph.tensors[zeros].shape)
+    return full, [*made, fill, Node(graph.fresh_name(f"{mask}_every_row"), "Add", [name, zeros], [full])]
+
+
+def _tensor(graph: Graph, stem: str, shape: tuple) -> str:
+    return graph.add_tensor(Tensor(graph.fresh_name(stem), shape, np.dtype(np.float32), batch_axis=0)).name
 
 
 def match_at_any_size(graph: Graph, shapes: SymbolicShapes | None, softmax: Node, match: Callable,

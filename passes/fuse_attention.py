@@ -1,10 +1,13 @@
 """Fuse multi-head attention written out in ONNX ops into one ncnn MultiHeadAttention layer.
 
     q, k, v = x_q Wq + bq, x_k Wk + bk, x_v Wv + bv         (MatMul [+ Add], or one fused MatMul
-                                                           whose columns are cut by Gather/Slice/Split)
+                                                           whose columns are cut by Gather/Slice/Split;
+                                                           rows (1, T, N), or (T, 1, N) sequence-first)
     heads   = Reshape / Transpose (any layout ops) of each to (1, H, T, D), k as (1, H, D, S)
     p       = Softmax(MatMul(qh, kt) * scale [+ mask], axis=-1)   (scale: scalar Mul/Div on the
-                                                                   scores, on q or on k)
+                                                                   scores, on q, on k, or on both as
+                                                                   dynamo's sqrt(scale) on each: one
+                                                                   product)
     y       = Reshape/Transpose(MatMul(p, vh)) to (1, T, H*D), then MatMul Wo [+ Add bo]
 
 ncnn computes (x_q Wq + bq) * scale, the per-head scores plus a (T, S) or (H, T, S) mask,
@@ -182,9 +185,10 @@ def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
     (1, H, D, T) when `transposed`) that reads columns offset + h*D + d of its projection."""
     proj, chain, scale = _trace_back(graph, name, allow_scale)
     p_shape = _static(graph, proj.out)
-    _need(len(p_shape) == 2 or len(p_shape) == 3 and p_shape[0] == 1)
+    # (T, N), (1, T, N), or torch's sequence-first (T, 1, N): rows in the same order either way
+    _need(len(p_shape) == 2 or len(p_shape) == 3 and 1 in p_shape[:2])
     arr = np.arange(int(np.prod(p_shape))).reshape(p_shape)
-    p_shape = p_shape[-2:]
+    p_shape = (int(np.prod(p_shape[:-1])), p_shape[-1])
     for node, out, is_scale in chain:
         if not is_scale:
             arr = _apply(graph, node, arr, out)

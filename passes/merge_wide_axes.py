@@ -102,8 +102,17 @@ def _plan(graph: Graph, nodes: list[Node], wide: set[str], targets: dict, keep_n
     every_terms = [*(t for t in targets.values() if t), *(_terms_of(n) for n in graph.nodes.values())]
     for ref in (r for terms in every_terms for t in terms for r in _refs(t)):
         if ref.tensor in tensors and graph.tensors[ref.tensor].shape[ref.axis] is None:
-            b.cut_around(ref.tensor, ref.axis, None)     # a size read at run time stays readable
+            _keep_readable(b, graph.tensors[ref.tensor], ref.axis)
     return b, {t: b.groups(t) for t in tensors if graph.tensors[t].rank}
+
+
+def _keep_readable(b: Boundaries, t: Tensor, axis: int) -> None:
+    """A size read at run time stays readable: its axis may merge with axes of known extents (the merged
+    extent divided by theirs gives it back), never with another unknown one."""
+    if None in t.shape[:axis]:
+        b.cut(t.name, axis - 1, None)
+    if None in t.shape[axis + 1:]:
+        b.cut(t.name, axis, None)
 
 
 def _decouple(graph: Graph, nodes: list[Node], wide: set[str], groups: dict[str, list[list[int]]]) -> int:
@@ -215,12 +224,16 @@ def _group_of(groups: list[list[int]], axis: int) -> int:
 
 
 def _remap(term: Term, graph: Graph, groups: dict[str, list[list[int]]]) -> Term:
-    """A term over the old axes, over the merged ones (a read axis is alone in its group, or known)."""
+    """A term over the old axes, over the merged ones (a read unknown axis shares its group only with known ones)."""
     if isinstance(term, Op):
         return Op(term.name, _remap(term.a, graph, groups), _remap(term.b, graph, groups))
     if isinstance(term, Ref) and term.tensor in groups:
-        d = graph.tensors[term.tensor].shape[term.axis]
-        return int(d) if d is not None else Ref(term.tensor, _group_of(groups[term.tensor], term.axis))
+        shape = graph.tensors[term.tensor].shape
+        if shape[term.axis] is not None:
+            return int(shape[term.axis])
+        k = _group_of(groups[term.tensor], term.axis)
+        beside = _product(shape, [i for i in groups[term.tensor][k] if i != term.axis])
+        return op("//", Ref(term.tensor, k), beside)      # the others are known (_keep_readable)
     return term
 
 

@@ -8,6 +8,8 @@ express_shapes, onnx's inference still loses track of them: Expand(token_type_id
 tensor ncnn cannot hold. One walk gives every tensor its terms and tracks index ranges (a tensor
 holding offset + k along its one axis longer than 1, as the rewritten Range builds it); then:
 - an Expand or Reshape whose output terms equal its input's is its input;
+- x * ones(terms) (express_shapes' Expand to a run-time shape) that only repeats axes of known extent
+  and keeps x's run-time ones is an Expand to a constant shape (Llama's repeat_kv over (1, G, 1, S, D));
 - a Gather along an axis of extent n at indices 0..n-1 read only by Reshapes that copy no extent
   is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
@@ -225,6 +227,36 @@ def _identity_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     return True
 
 
+def _constant_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
+    """x * ones(terms) whose terms are, axis by axis, 1 or x's own term (kept) or a number where x has 1
+    (repeated): Expand(x, that constant shape with 1 where x's extent stays). x * 1 is x, inf and NaN too."""
+    if node.op != "Mul" or len(node.inputs) != 2 or graph.tensors[node.outputs[0]].dtype.kind != "f":
+        return False
+    for x, ones in (node.inputs, node.inputs[::-1]):
+        fill = graph.producer(ones)
+        if fill is not None and fill.op == "ConstantOfShape" and fill.attrs.get(FILL_VALUE) == 1.0 \
+                and SHAPE_TERMS in fill.attrs and graph.use_count(ones) == 1 and x != ones:
+            break
+    else:
+        return False
+    terms, have = [shapes.canon(t) for t in fill.attrs[SHAPE_TERMS]], shapes.of(x)
+    if have is None or len(have) > len(terms) or graph.tensors[x].dtype != graph.tensors[node.outputs[0]].dtype:
+        return False
+    target = []
+    for d, t in zip((1,) * (len(terms) - len(have)) + tuple(have), terms):
+        if t == 1 or t == d:
+            target.append(1)
+        elif d == 1 and isinstance(t, int):
+            target.append(t)
+        else:
+            return False
+    shape = graph.add_constant(f"{node.outputs[0]}_shape", np.array(target, np.int64)).name
+    graph.remove_node(node)
+    graph.remove_node(fill)
+    graph.add_node(Node(node.name, "Expand", [x, shape], list(node.outputs), origin=node.origin))
+    return True
+
+
 def _uniform(graph: Graph, name: str) -> np.ndarray | None:
     value = graph.value(name)
     return value if value is not None and value.size and np.all(value == value.reshape(-1)[0]) else None
@@ -320,6 +352,8 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
             known += 1
             continue
         if node.op in ("Expand", "Reshape") and _identity_expand(graph, node, shapes):
+            expands += 1
+        elif node.op == "Mul" and _constant_expand(graph, node, shapes):
             expands += 1
         elif node.op == "Gather" and (_identity_gather(graph, node, shapes, ranges)
                                       or _row_range(graph, node, shapes, ranges)):

@@ -1,7 +1,7 @@
 """Speed of our ncnn files against pnnx's for the same ONNX models, both run in the real ncnn runtime.
 
 Usage: python scripts/bench_vs_pnnx.py [--repeat N] [--threads 1,2] [--defaults] [--keep DIR] [--profile]
-       [MODEL ...]
+       [--against-skip PASS,...] [MODEL ...]
 (default: the bundled transformer models, YOLOv8n and PP-OCRv4 det from the model cache, and every
 models/zoo/*.onnx; a MODEL is a path or a name from scripts/fetch_models.py)
 
@@ -11,7 +11,10 @@ off; `--defaults` adds a row with ncnn's default options) at each thread count. 
 time ratio ours/pnnx, the largest output difference between the two files, and both files'
 layer-type counts. `--keep DIR` keeps both files of each model as DIR/<stem>.ours.param/.bin and
 DIR/<stem>.pnnx.param/.bin, to compare their layers; `--profile` prints each file's time per layer
-type (scripts/layer_profile.py; pnnx's for one item). The machine is shared and noisy: read the ratios, never assert them.
+type (scripts/layer_profile.py; pnnx's for one item). `--against-skip fuse_attention` times our file
+against our own conversion without those passes instead of pnnx's (what a fusion gains, measured in
+the same rounds; "pnnx" in the printout then names that file). The machine is shared and noisy: read
+the ratios, never assert them.
 """
 from __future__ import annotations
 
@@ -155,8 +158,23 @@ def print_profiles(files: dict[str, tuple[Path, Path]], feeds: dict[str, list[np
         print(f"  {who} per layer type (ms, count): {describe(times) if times else 'does not load'}")
 
 
+def without_passes(model: Path, given: dict | None, skip: list[str], folder: Path) -> tuple[Path, Path]:
+    """Our files for `model` converted with the passes named in `skip` left out."""
+    from converter.api import NcnnModel
+    from converter.onnx_loader import load_onnx_and_proto
+    from passes import PIPELINE, run_pipeline
+    skipped = {p for p in PIPELINE if p.__name__ in skip}
+    if len(skipped) != len(set(skip)):
+        raise SystemExit(f"--against-skip: passes are named {[p.__name__ for p in PIPELINE]}")
+    graph, _ = load_onnx_and_proto(str(model), given, None)
+    converted = NcnnModel(graph, run_pipeline(graph, skip=skipped))
+    param, bin_ = folder / "skipped.param", folder / "skipped.bin"
+    converted.save(param, bin_)
+    return param, bin_
+
+
 def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defaults: bool,
-          keep: Path | None = None, profile: bool = False) -> None:
+          keep: Path | None = None, profile: bool = False, against_skip: list[str] | None = None) -> None:
     proto = prepare_model(model, given)
     ours = convert(proto)
     graph = ours.graph
@@ -168,7 +186,13 @@ def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defa
         folder = Path(tmp)
         param, bin_ = folder / "ours.param", folder / "ours.bin"
         ours.save(param, bin_)
-        theirs = pnnx_files(model, shapes, dtypes, folder)
+        if against_skip:
+            print(f"\n(pnnx below: our file converted without {', '.join(against_skip)})")
+            theirs = without_passes(model, given, against_skip, folder)
+            their_feeds = [ncnn_feeds]
+        else:
+            theirs = pnnx_files(model, shapes, dtypes, folder)
+            their_feeds = pnnx_feed_sets(feeds, ncnn_feeds, graph)
         if keep is not None:
             keep_files(model, {"ours": (param, bin_)} | ({} if isinstance(theirs, str) else {"pnnx": theirs}), keep)
         print(f"\n{model.stem}: inputs {shapes}")
@@ -180,13 +204,13 @@ def bench(model: Path, given: dict | None, repeat: int, threads: list[int], defa
         print(f"  pnnx: {short_counts(layer_counts(theirs[0]))}")
         if profile:
             print_profiles({"ours": (param, bin_), "pnnx": theirs},
-                           {"ours": ncnn_feeds, "pnnx": pnnx_feed_sets(feeds, ncnn_feeds, graph)[0]})
+                           {"ours": ncnn_feeds, "pnnx": their_feeds[0]})
         modes = [("fp32", True)] + ([("default", False)] if defaults else [])
         ratios = []
         for mode, fp32 in modes:
             for n in threads:
                 a = net_runner(param, bin_, [ncnn_feeds], n, fp32)
-                b = net_runner(*theirs, pnnx_feed_sets(feeds, ncnn_feeds, graph), n, fp32)
+                b = net_runner(*theirs, their_feeds, n, fp32)
                 if isinstance(b, str) or isinstance(a, str):
                     print(f"  {mode} {n}t: ours {a if isinstance(a, str) else 'ok'}, "
                           f"pnnx {b if isinstance(b, str) else 'ok'}")
@@ -224,6 +248,8 @@ def main() -> None:
     parser.add_argument("--defaults", action="store_true", help="also time ncnn's default options")
     parser.add_argument("--keep", type=Path, help="keep both files of each model in this folder")
     parser.add_argument("--profile", action="store_true", help="also print each file's time per layer type")
+    parser.add_argument("--against-skip", help="time against our files converted without these passes "
+                        "(comma-separated pass names) instead of pnnx's")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from scripts.fetch_models import MODELS, fetch
@@ -231,7 +257,8 @@ def main() -> None:
     threads = [int(t) for t in args.threads.split(",")]
     if not args.child:
         argv = [f"--repeat={args.repeat}", f"--threads={args.threads}", *(["--defaults"] if args.defaults else []),
-                *([f"--keep={args.keep}"] if args.keep else []), *(["--profile"] if args.profile else [])]
+                *([f"--keep={args.keep}"] if args.keep else []), *(["--profile"] if args.profile else []),
+                *([f"--against-skip={args.against_skip}"] if args.against_skip else [])]
         summary = [bench_in_child(name, argv) for name in names]
         print("\nsummary (median time ratio, below 1: our file is faster)")
         print("\n".join(summary))
@@ -239,7 +266,8 @@ def main() -> None:
     for name in names:
         path = fetch(name) if name in MODELS else Path(name)
         try:
-            bench(path, REAL.get(name), args.repeat, threads, args.defaults, args.keep, args.profile)
+            bench(path, REAL.get(name), args.repeat, threads, args.defaults, args.keep, args.profile,
+                  args.against_skip.split(",") if args.against_skip else None)
         except Exception as exc:      # one broken model must not hide the others' numbers
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
             print(f"\n{Path(name).stem}: {why}")

@@ -329,15 +329,19 @@ BUILDERS = {
 SEQ_AXES = {0: "batch", 1: "seq"}
 TEXT_DYN = {"input_ids": SEQ_AXES, "attention_mask": SEQ_AXES}
 DYNAMIC = {"bert_mask_dyn": TEXT_DYN, "distilbert_dyn": TEXT_DYN, "roberta_dyn": TEXT_DYN, "gpt2_mask_dyn": TEXT_DYN,
+           "llama_dyn": TEXT_DYN, "t5_encoder_dyn": TEXT_DYN, "albert_dyn": TEXT_DYN,
+           "clip_text_dyn": {"input_ids": SEQ_AXES},
            "vit_dyn": {"x": {0: "batch"}}, "cnn_dyn": {"x": {0: "batch", 2: "height", 3: "width"}}}
 BUILDERS.update({"bert_mask_dyn": lambda: bert(True), "distilbert_dyn": distilbert, "roberta_dyn": roberta,
-                 "gpt2_mask_dyn": lambda: gpt2(True), "vit_dyn": timm_vit,
+                 "gpt2_mask_dyn": lambda: gpt2(True), "llama_dyn": llama, "t5_encoder_dyn": t5_encoder,
+                 "albert_dyn": albert, "clip_text_dyn": clip_text, "vit_dyn": timm_vit,
                  "cnn_dyn": lambda: (SmallCnn(), [image("x")], ["logits"])})
 # the sizes tests/real_models/test_zoo.py also runs each dynamic model at (one converted file), by axis name;
 # a sequence of 16 (twice the export's) reaches past the 8 every static file holds; the batch stays 1
 SEQ_SIZES = [{"seq": 5}, {"seq": 16}]
 CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "roberta_dyn": SEQ_SIZES,
-                 "gpt2_mask_dyn": SEQ_SIZES, "cnn_dyn": [{"height": 48, "width": 40}]}
+                 "gpt2_mask_dyn": SEQ_SIZES, "llama_dyn": SEQ_SIZES, "t5_encoder_dyn": SEQ_SIZES,
+                 "albert_dyn": SEQ_SIZES, "clip_text_dyn": SEQ_SIZES, "cnn_dyn": [{"height": 48, "width": 40}]}
 
 # the second round's builders (phone/board CNNs and hybrids, more Hugging Face encoders) import this
 # module's helpers, so they are merged into BUILDERS only when main runs

@@ -33,12 +33,18 @@ def expand(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.dtype.kind not in "biuf":      # bools and integers travel as float numbers; a copy keeps them
         require_float(graph, node)
-    constant(graph, node, 1, "the target shape")
-    if x.shape is None or out.shape is None or None in out.shape:
+    asked = [int(d) for d in constant(graph, node, 1, "the target shape").reshape(-1)]
+    if x.shape is None or out.shape is None:
         raise fail(node, graph, f"output shape {out.shape} has unknown extents; give static input shapes")
     aligned = (1,) * (out.rank - x.rank) + tuple(x.shape)
+    asked = [1] * (out.rank - len(asked)) + asked
     repeats = []
-    for have, want in zip(aligned, out.shape):
+    for have, want, wanted in zip(aligned, out.shape, asked):
+        if want is None and (have is not None or wanted != 1):
+            raise fail(node, graph, f"output shape {out.shape} has unknown extents; give static input shapes")
+        if want is None:            # an unknown extent of x the target keeps (asks 1 there): no repeat
+            repeats.append(1)
+            continue
         if have is None and want != 1:
             raise fail(node, graph, f"whether '{x.name}' {list(x.shape)} must grow to {list(out.shape)} "
                                     "depends on an unknown extent; give static input shapes")

@@ -243,6 +243,45 @@ def test_run_time_sizes_stay_expressions(tmp_path):
     assert converted.stats["merged_wide_tensors"] == 5
 
 
+def mha_unsqueeze_any_length(c=6):
+    """mha_unsqueeze at a run-time length, as khmersm's dynamo export has it: [1,S,3C] -> [S,1,3C] ->
+    Reshape [S,1,3,C] (0 copies S) -> Unsqueeze(0) -> Transpose(0,-2) -> Squeeze -> [3,S,1,C]; the
+    Squeeze reads S, so the merged [S,1] of the 5-D tensors must still give S back."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["xt", "shape4"], ["x4"]),
+        helper.make_node("Unsqueeze", ["x4", "ax0"], ["x5"]),
+        helper.make_node("Transpose", ["x5"], ["t5"], perm=[3, 1, 2, 0, 4]),
+        helper.make_node("Squeeze", ["t5", "ax3"], ["t4"]),
+        helper.make_node("Gather", ["t4", "i1"], ["k"], axis=0),
+        helper.make_node("Gather", ["t4", "i2"], ["v"], axis=0),
+        helper.make_node("Mul", ["k", "v"], ["y"]),
+    ]
+    inits = [_const("shape4", [0, 0, 3, c]), _const("ax0", [0]), _const("ax3", [3]), _const("i1", 1),
+             _const("i2", 2)]
+    return make_model(nodes, [("x", [1, "S", 3 * c])], [("y", None)], inits)
+
+
+def test_run_time_extent_merges_with_known_ones(tmp_path):
+    converted = assert_one_file_many_sizes(mha_unsqueeze_any_length(), tmp_path, [(3,), (7,)], dims=("S",))
+    assert converted.stats["merged_wide_tensors"] == 2
+
+
+def test_two_run_time_extents_read_apart_are_not_merged():
+    """[2,S,T,3,C] -> [3,S,T,2,C] -> Reshape [0,0,0,-1]: the Reshape reads S and T, so they may not share
+    one axis (neither could be read back); the 5-D tensors keep five axes and are refused."""
+    nodes = [helper.make_node("Reshape", ["x", "split5"], ["x5"]),
+             helper.make_node("Transpose", ["x5"], ["t5"], perm=[3, 1, 2, 0, 4]),
+             helper.make_node("Reshape", ["t5", "join"], ["t4"]),
+             helper.make_node("Gather", ["t4", "i1"], ["k"], axis=0),
+             helper.make_node("Gather", ["t4", "i2"], ["v"], axis=0),
+             helper.make_node("Mul", ["k", "v"], ["y"])]
+    inits = [_const("split5", [0, 0, 0, 3, 4]), _const("join", [0, 0, 0, -1]), _const("i1", 1), _const("i2", 2)]
+    model = make_model(nodes, [("x", [2, "S", "T", 12])], [("y", None)], inits)
+    with pytest.raises(ConversionError, match=r"^Transpose node .*'x5' would need 5 ncnn axes \(shape \[2, None, None"):
+        convert(model)
+
+
 def maxvit_grid(g=2, hg=3, wg=2, c=3):
     """MaxViT's grid partition [B,g*Hg,g*Wg,C] -> [B,g,Hg,g,Wg,C] -> perm (0,2,4,1,3,5) -> [B*Hg*Wg,g*g,C]
     moves five axis groups: two Permutes of at most four."""

@@ -70,3 +70,48 @@ def test_evaluate_terms_at_sizes():
     assert evaluate(SEQ, {SEQ: 7}) == 7
     assert evaluate(quotient([SEQ, 32], [16]), {SEQ: 3}) == 6
     assert evaluate(SEQ, {}) is None
+
+
+def repeat_kv(cut="none"):
+    """Llama's grouped-query repeat_kv after an RMS norm: k (1, G, S, D) -> (1, G, 1, S, D) -> Expand to
+    Concat(1, G, 2, S, D) with S read by Shape -> (1, 2G, S, D). The rotary half is a constant Slice of the
+    last axis (cut="half"), or of the run-time axis from its start (cut="tail")."""
+    nodes = [_node("ReduceMean", ["x", "last"], "ms", keepdims=1), _node("Div", ["x", "ms"], "k"),
+             _node("Unsqueeze", ["k", "axis2"], "k5"), _node("Shape", ["x"], "shape"),
+             _node("Gather", ["shape", "two"], "s", axis=0), _node("Unsqueeze", ["s", "axis0"], "s1"),
+             _node("Concat", ["lead", "s1", "dim"], "target", axis=0), _node("Expand", ["k5", "target"], "wide"),
+             _node("Concat", ["lead2", "s1", "dim"], "merged", axis=0), _node("Reshape", ["wide", "merged"], "y0")]
+    if cut == "half":
+        nodes.append(_node("Slice", ["y0", "zero", "half", "minus_one"], "y"))
+    elif cut == "tail":
+        nodes.append(_node("Slice", ["y0", "one", "big", "axis2"], "y"))
+    else:
+        nodes[-1].output[0] = "y"
+    inits = [("last", np.array([-1])), ("axis2", np.array([2])), ("axis0", np.array([0])), ("two", np.array(2)),
+             ("lead", np.array([1, 2, 2])), ("dim", np.array([4])), ("lead2", np.array([1, 4])),
+             ("zero", np.array([0])), ("one", np.array([1])), ("half", np.array([2])), ("minus_one", np.array([-1])),
+             ("big", np.array([2**62]))]
+    inits = [(n, np.asarray(v, np.int64)) for n, v in inits[:-1]] + [inits[-1]]
+    return make_model(nodes, [("x", [1, 2, "S", 4])], [("y", None)], inits, opset=18)    # ReduceMean's axes input
+
+
+@pytest.mark.parametrize("cut", ["none", "half", "tail"])
+def test_an_expand_that_repeats_known_axes_keeps_the_run_time_one(tmp_path, cut):
+    """x * ones(1, 2, 2, S, 4) is Expand(x, [1, 1, 2, 1, 4]): one Tile, no filled tensor, and the 5-D
+    tensor merges (the terms follow S through ReduceMean with its axes as an input and the Slices)."""
+    converted = assert_one_file_many_sizes(repeat_kv(cut=cut), tmp_path, [(3,), (8,)], dims=("S",))
+    types = [n.op for n in converted.graph.topological()]
+    assert "Tile" in types and not {"Interp", "MemoryData"} & set(types), types
+
+
+def test_an_expand_of_a_run_time_extent_to_another_stays_a_product(tmp_path):
+    """(1, 1, S) to (1, T, S), T from another input: repeats that depend on T stay x * ones(1, T, S), filled
+    at run time."""
+    nodes = [_node("Shape", ["t"], "ts"), _node("Gather", ["ts", "one"], "n", axis=0),
+             _node("Unsqueeze", ["n", "axis0"], "n1"), _node("Shape", ["x"], "xs"),
+             _node("Gather", ["xs", "two"], "s", axis=0), _node("Unsqueeze", ["s", "axis0"], "s1"),
+             _node("Concat", ["axis0_one", "n1", "s1"], "target", axis=0), _node("Expand", ["x", "target"], "y")]
+    inits = [(n, np.array(v, np.int64)) for n, v in (("one", 1), ("two", 2), ("axis0", [0]), ("axis0_one", [1]))]
+    model = make_model(nodes, [("x", [1, 1, "S"]), ("t", [1, "T"])], [("y", None)], inits)
+    converted = assert_one_file_many_sizes(model, tmp_path, [(3, 2), (5, 4)], dims=("S", "T"))
+    assert "Interp" in [n.op for n in converted.graph.topological()]

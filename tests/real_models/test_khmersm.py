@@ -1,6 +1,7 @@
 """khmersm 1.4.2's Khmer word segmenter: a 3-layer transformer encoder exported by the dynamo
 exporter, weights in an external .data file, a bool padding mask turned into -inf scores (Not, Where).
-One conversion at a fixed length, checked in real ncnn and the interpreter against onnxruntime."""
+Converted at a fixed length, and once at a run-time length checked at several lengths from one file;
+both in real ncnn and the interpreter against onnxruntime."""
 import numpy as np
 import pytest
 
@@ -10,10 +11,13 @@ SEQ = 16
 
 
 def token_feeds(shapes, seed):
+    """Token ids at the length `shapes` gives (default SEQ); seed 0: no padding, then 5 and 10 padded
+    positions (at most all but one)."""
+    seq = shapes.get("x", [1, SEQ])[1]
     rng = np.random.default_rng(seed)
-    mask = np.ones((1, SEQ), bool)
-    mask[0, SEQ - seed * 5:] = False           # seed 0: no padding; then 5 and 10 padded positions
-    return {"x": rng.integers(0, 126, (1, SEQ)).astype(np.int64), "mask": mask}
+    mask = np.ones((1, seq), bool)
+    mask[0, max(1, seq - seed * 5):] = False
+    return {"x": rng.integers(0, 126, (1, seq)).astype(np.int64), "mask": mask}
 
 
 @pytest.mark.parametrize("backends", [("ncnn",), ("interpreter",)])
@@ -22,3 +26,14 @@ def test_khmersm_segmenter(tmp_path, backends):
                                  backends=backends, make_feeds=token_feeds)
     types = [n.op for n in converted.graph.topological()]
     assert types.count("LayerNorm") == 6 and "Embed" in types, sorted(set(types))
+    assert types.count("MultiHeadAttention") == 3 and "Softmax" not in types, sorted(set(types))
+
+
+def test_khmersm_segmenter_at_run_time_length(tmp_path):
+    """No length given: one file for every length (its 5-D qkv split [1,S,1,3,192] merges S with a 1)."""
+    lengths = [{"x": [1, n]} for n in (5, 16, 33)]
+    converted = check_real_model("khmersm", lengths, tmp_path, make_feeds=token_feeds)
+    types = [n.op for n in converted.graph.topological()]
+    assert types.count("LayerNorm") == 6 and "Embed" in types, sorted(set(types))
+    # its padding mask (1, H, 1, S) is filled to (H, T, S) at run time for the fused layers
+    assert types.count("MultiHeadAttention") == 3 and "Softmax" not in types, sorted(set(types))
