@@ -72,7 +72,7 @@ def refs(term: Term) -> list[Ref]:
 
 
 REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
-SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape or fill: its target/shape terms
+SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape, fill or Resize: its target/shape terms
 SLICE_TERMS = "_slice_terms"    # node attribute of an expressed Slice: starts, ends (terms), axes
 
 

@@ -158,6 +158,8 @@ class SymbolicShapes:
             return broadcast(ins)
         if SHAPE_TERMS in attrs and node.op in ("Reshape", "ConstantOfShape"):
             return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
+        if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
+            return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
         x = ins[0] if ins else None
         if x is None:
             return None

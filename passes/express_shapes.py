@@ -5,7 +5,8 @@ Exporters compute a Reshape's target from the shapes of run-time tensors
 such chains when the extents are known; this pass handles the rest: one walk gives
 every shape-math tensor a list of terms over tensor extents (converter/symbolic.py),
 a Reshape fed by such a tensor keeps the terms for its lowering (ncnn Reshape
-6=shape_expr, reading the referenced tensors as extra bottoms), float tensors sized
+6=shape_expr, reading the referenced tensors as extra bottoms), so does a Resize
+to such sizes (Interp 9=size_expr), float tensors sized
 by them (ConstantOfShape, Range, Expand: anchor grids) are rewritten over a filled
 tensor of run-time shape (converter/runtime_fill.py), and the shape-math nodes
 nothing else reads are removed. Reshape outputs get the shape the terms give,
@@ -178,6 +179,8 @@ def _express_reshapes(graph: Graph) -> int:
             expressed += 1
         elif node.op == "Slice":
             expressed += _express_slice(graph, node, math)
+        elif node.op == "Resize":
+            expressed += _express_resize(graph, node, math)
         else:
             expressed += _express_fill(graph, node, math)
     if expressed:
@@ -207,6 +210,30 @@ def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
     out = graph.tensors[node.outputs[0]]
     sliced = set(axes)
     out.shape = None if x.shape is None else tuple(d if i not in sliced else None for i, d in enumerate(x.shape))
+    return True
+
+
+def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A Resize to sizes computed from run-time extents (`F.interpolate(x, size=skip.shape[-2:])`)
+    keeps them as terms, one per axis of its input (lowered to Interp's 9= size expression)."""
+    x = graph.tensors[node.inputs[0]]
+    sizes = node.inputs[3] if len(node.inputs) > 3 else ""
+    if sizes not in math.terms or x.rank is None:
+        return False
+    listed = [int(a) % x.rank for a in node.attrs.get("axes", range(x.rank))]
+    if len(listed) != len(math.terms[sizes]):
+        return False
+    target = [extent(graph, x.name, i) for i in range(x.rank)]
+    for axis, term in zip(listed, math.terms[sizes]):
+        target[axis] = term
+    node.attrs[SHAPE_TERMS] = target
+    node.attrs.pop("axes", None)
+    graph.replace_input(node, 3, "")
+    pin_refs(graph, node, target)
+    out = graph.tensors[node.outputs[0]]
+    known = tuple(known_value(t) for t in target)
+    out.shape = known if out.shape is None or len(out.shape) != len(known) else \
+        tuple(o if o is not None else k for o, k in zip(out.shape, known))
     return True
 
 
