@@ -73,6 +73,8 @@ def refs(term: Term) -> list[Ref]:
 
 REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
 SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape, fill or Resize: its target/shape terms
+RESIZE_RELATION = "_resize_relation"   # node attribute of an expressed Resize: (input terms, output terms),
+#                                       both over the graph inputs' extents, for checking which sizes meet
 SLICE_TERMS = "_slice_terms"    # node attribute of an expressed Slice: starts, ends (terms), axes
 
 

@@ -8,7 +8,8 @@ or arithmetic on those. What no rule covers gets a fresh symbol `Ref(tensor, axi
 itself, so a term is never claimed equal to another without a reason.
 
 Assumed, as the model's own validity implies: operands that broadcast together have equal extents
-or extents of 1, and a Slice to a run-time end stays inside its data (torch's `x[:, :S]`).
+or extents of 1, a Slice to a run-time end stays inside its data (torch's `x[:, :S]`), and a Conv's
+or pooling's window fits its padded input (the floor division then has a non-negative numerator).
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from typing import Callable
 
 from .ir import Graph, Node
 from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
-from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op
+from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
 
 Dims = tuple[Term, ...]
+WINDOWED = {"Conv", "MaxPool", "AveragePool", "LpPool"}
 SAME_SHAPE = UNARY_ELEMENTWISE | {"Softmax", "LogSoftmax", "LayerNormalization", "CumSum", "Dropout",
                                   "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization"}
 
@@ -57,15 +59,26 @@ def quotient(total: list[Term], known: list[Term]) -> Term | None:
 
 def broadcast(shapes: list[Dims]) -> Dims:
     """numpy's rule over terms; an axis where two different symbols meet (either could be 1) is
-    None, unknown."""
+    None, unknown, unless they are formulas of the same extents: then the larger (equal, or one is 1),
+    so that an FPN level's sum of a lateral conv and a resized coarser level still reads the input's H."""
     rank = max(len(s) for s in shapes)
     result = []
     for axis in range(rank):
         seen = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0} - {1}
         numbers = {t for t in seen if isinstance(t, int)}
-        result.append(None if len(seen) > 1 and not numbers or None in seen
-                      else numbers.pop() if numbers else seen.pop() if seen else 1)
+        result.append(None if None in seen else numbers.pop() if numbers
+                      else _larger(sorted(seen, key=repr)) if len(seen) > 1 else seen.pop() if seen else 1)
     return tuple(result)
+
+
+def _larger(terms: list[Term]) -> Term | None:
+    reads = {frozenset(refs(t)) for t in terms}
+    if len(reads) != 1 or not next(iter(reads)):
+        return None
+    result = terms[0]
+    for t in terms[1:]:
+        result = op("max", result, t)
+    return result
 
 
 class SymbolicShapes:
@@ -223,6 +236,8 @@ class SymbolicShapes:
             for s in ins:
                 total = op("+", total, s[axis])
             return (*x[:axis], total, *x[axis + 1:])
+        if node.op in WINDOWED:
+            return self._windowed(node, x, ins[1] if len(ins) > 1 else None)
         if node.op == "Slice" and SLICE_TERMS in attrs:
             sliced = attrs[SLICE_TERMS]
             dims = list(x)
@@ -236,6 +251,29 @@ class SymbolicShapes:
                     dims[axis] = op("-", end, start)
             return tuple(dims)
         return None
+
+    def _windowed(self, node: Node, x: Dims, w: Dims | None) -> Dims | None:
+        """Conv and pooling: each spatial extent (in + pads - dilation * (k - 1) - 1) // stride + 1, or
+        (in + stride - 1) // stride under SAME auto_pad; ceil_mode's rule is not followed."""
+        attrs, spatial = node.attrs, len(x) - 2
+        kernel = attrs.get("kernel_shape") or (list(w[2:]) if w is not None else None)
+        if spatial < 1 or attrs.get("ceil_mode", 0) or kernel is None or len(kernel) != spatial \
+                or not all(isinstance(k, int) for k in kernel):
+            return None
+        strides, dilations = attrs.get("strides") or [1] * spatial, attrs.get("dilations") or [1] * spatial
+        pads, auto_pad = attrs.get("pads") or [0] * 2 * spatial, attrs.get("auto_pad", "NOTSET")
+        channels = x[1] if node.op != "Conv" else w[0] if w is not None else None
+        out = [x[0], channels]
+        for i, extent in enumerate(x[2:]):
+            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                out.append(op("//", op("+", extent, strides[i] - 1), strides[i]))
+            elif auto_pad in ("NOTSET", "VALID"):
+                pad = 0 if auto_pad == "VALID" else pads[i] + pads[i + spatial]
+                reach = op("-", op("+", extent, pad), dilations[i] * (kernel[i] - 1) + 1)
+                out.append(op("+", op("//", reach, strides[i]), 1))
+            else:
+                return None
+        return tuple(out)
 
     def _reshape(self, x: Dims | None, terms: list[Term]) -> Dims | None:
         terms = [self.canon(t) for t in terms]
@@ -262,8 +300,9 @@ def evaluate(term: Term, sizes: dict[Ref, int]) -> int | None:
     a, b = evaluate(term.a, sizes), evaluate(term.b, sizes)
     if a is None or b is None:
         return None
-    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else None,
-            "max": max(a, b), "min": min(a, b)}[term.name]
+    if term.name == "//":       # ONNX's integer Div and ncnn's expressions truncate toward zero
+        return None if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return {"+": a + b, "-": a - b, "*": a * b, "max": max(a, b), "min": min(a, b)}[term.name]
 
 
 def symbols(dims: Dims) -> set[Term]:

@@ -19,7 +19,8 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.runtime_fill import express_expand, express_fill, express_range
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Term, extent, known_value, op, pin_refs
+from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Term, extent, known_value, op, pin_refs, refs
+from converter.symbolic_shapes import evaluate
 
 from .infer_shapes import infer_shapes
 
@@ -27,6 +28,8 @@ from .infer_shapes import infer_shapes
 # follow chains of such blocks (a transformer layer each); each round is one linear walk
 MAX_ROUNDS = 64
 
+# a pad that is a formula of one extent is checked at each of these values of it
+PAD_PROBES = range(1, 4097)
 BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
 PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
 # ops that keep integer-valued floats integers (a size cast to float for Range); not Div
@@ -181,6 +184,8 @@ def _express_reshapes(graph: Graph) -> int:
             expressed += _express_slice(graph, node, math)
         elif node.op == "Resize":
             expressed += _express_resize(graph, node, math)
+        elif node.op == "Pad":
+            expressed += _express_pad(graph, node, math)
         else:
             expressed += _express_fill(graph, node, math)
     if expressed:
@@ -234,6 +239,43 @@ def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
     known = tuple(known_value(t) for t in target)
     out.shape = known if out.shape is None or len(out.shape) != len(known) else \
         tuple(o if o is not None else k for o, k in zip(out.shape, known))
+    return True
+
+
+def _never_positive(term: Term) -> bool:
+    """A pad that is a formula of one run-time extent and is 0 or negative at every probed value of it."""
+    symbols = set(refs(term))
+    if len(symbols) != 1:
+        return False
+    symbol = symbols.pop()
+    return all((v := evaluate(term, {symbol: n})) is not None and v <= 0 for n in PAD_PROBES)
+
+
+def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A zero Pad by amounts computed from run-time extents that never pad, only crop (the classic U-Net's
+    `F.pad(up, [dx // 2, dx - dx // 2, ...])` where the transposed conv's output is never smaller than
+    the skip): a Slice to run-time bounds (Crop 19/20/21 expressions). ncnn's Padding takes only constant
+    amounts, so pads that can be positive are left for the lowering to refuse."""
+    x = graph.tensors[node.inputs[0]]
+    pads = math.terms.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    value = graph.value(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if pads is None or x.rank is None or len(pads) != 2 * x.rank or node.attrs.get("mode", "constant") != "constant" \
+            or (len(node.inputs) > 3 and node.inputs[3]) or (len(node.inputs) > 2 and node.inputs[2] and value is None):
+        return False
+    begins, ends = pads[:x.rank], pads[x.rank:]
+    if not all(p == 0 or (isinstance(p, int) and p < 0) or _never_positive(p) for p in pads):
+        return False
+    axes = [i for i in range(x.rank) if begins[i] != 0 or ends[i] != 0]
+    starts = [op("-", 0, begins[i]) for i in axes]
+    stops = [op("+", extent(graph, x.name, i), ends[i]) for i in axes]
+    out = node.outputs[0]
+    graph.remove_node(node)
+    cut = Node(node.name, "Slice", [x.name], [out], origin=node.origin or node.name,
+               attrs={SLICE_TERMS: {"starts": starts, "ends": stops, "axes": axes}})
+    graph.add_node(cut)
+    pin_refs(graph, cut, [*starts, *stops])
+    graph.tensors[out].shape = None if x.shape is None else \
+        tuple(None if i in axes else d for i, d in enumerate(x.shape))
     return True
 
 

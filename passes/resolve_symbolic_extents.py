@@ -21,7 +21,7 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.runtime_fill import FILL_VALUE
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
+from converter.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
 from converter.op_groups import BROADCASTING
 from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
 
@@ -272,7 +272,13 @@ def _fold_gathers(graph: Graph, name: str) -> None:
 
 def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     """An expression's sizes named by the graph inputs' extents (or numbers) instead of the tensors
-    it was written against: a Reshape then no longer reads a tensor inside an attention block."""
+    it was written against: a Reshape then no longer reads a tensor inside an attention block. A Resize
+    keeps reading the tensor whose size it takes (one blob, no arithmetic) and records both sides' terms
+    over the inputs' extents, so its lowering checks only the pairs of extents that can meet."""
+    if node.op == "Resize" and SHAPE_TERMS in node.attrs:
+        x = shapes.of(node.inputs[0])
+        node.attrs[RESIZE_RELATION] = None if x is None else (x, tuple(shapes.canon(t) for t in node.attrs[SHAPE_TERMS]))
+        return False
     if SHAPE_TERMS in node.attrs:
         old = node.attrs[SHAPE_TERMS]
         new = [shapes.canon(t) for t in old]

@@ -27,7 +27,8 @@ from ..ncnn_interp import nearest_sources as ncnn_nearest
 from ..onnx_resize import F32, ResizeMode, Unmodelled
 from ..onnx_resize import axis_matrix as onnx_matrix
 from ..onnx_resize import nearest_sources as onnx_nearest
-from ..symbolic import SHAPE_TERMS, Renderer, Term, extent, known_value
+from ..symbolic import RESIZE_RELATION, SHAPE_TERMS, Renderer, Term, extent, known_value, refs
+from ..symbolic_shapes import evaluate
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
 from .resize_nearest import fitted_nearest_params
@@ -40,6 +41,8 @@ TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 # unknown extents are checked at these sizes; nearest is cheap, so it also covers long axes
 PROBES = (*range(1, 49), 64, 100, 127, 128, 255)
 NEAREST_PROBES = (*range(1, 65), 100, 127, 128, 255, 256, 320, 640, 1000, 1024, 2048, 4096)
+# a run-time output size that is a formula of the same input extent as the input's: every value up to this
+RELATED_PROBES = (*range(1, 1025), 2048, 4096)
 WH_IDS = {"scale": (1, 2), "size": (3, 4)}
 
 
@@ -51,6 +54,7 @@ class Axis:
     scale: float | None           # None: sizes were given and the extent is unknown
     touched: bool
     term: Term | None = None      # a run-time output size (express_shapes), when out is None
+    relation: tuple | None = None  # (input extent, output extent) as terms over the graph inputs' extents
 
 
 @lowers("Resize")
@@ -147,12 +151,15 @@ def _run_time_targets(graph: Graph, node: Node, x, terms: list[Term]) -> list[Ax
     the term, kept for the size expression."""
     if len(terms) != len(x.shape):
         raise fail(node, graph, f"{len(terms)} sizes for a rank-{len(x.shape)} input")
+    relation = node.attrs.get(RESIZE_RELATION)
+    relation = relation if relation is not None and len(relation[0]) == len(relation[1]) == len(terms) else None
     axes = []
     for i, (size, term) in enumerate(zip(x.shape, terms)):
         out = known_value(term)
         scale = F32(out) / F32(size) if size and out is not None else None
         touched = term != extent(graph, x.name, i) and (size is None or out != size)
-        axes.append(Axis(size, out, scale, touched, None if out is not None else term))
+        axes.append(Axis(size, out, scale, touched, None if out is not None else term,
+                         None if relation is None else (relation[0][i], relation[1][i])))
     return axes
 
 
@@ -210,13 +217,13 @@ def _view(graph: Graph, node: Node, x, axes: list[Axis]) -> tuple[tuple, list[Ax
 
 def _choose_params(graph: Graph, node: Node, mode: ResizeMode, wh: list[Axis | None], renderer: Renderer) -> dict:
     resize_type = INTERP_TYPE[mode.mode]
-    dynamic = any(ax is not None and (ax.size is None or ax.out is None) for ax in wh)
+    dynamic = any(ax is not None and (ax.size is None or ax.term is not None) for ax in wh)
     if dynamic and mode.transform == "align_corners" and resize_type == 1:
         raise fail(node, graph, "nearest with align_corners depends on the input extent, which is "
                                 "unknown; give it with --input-shape")
     aligns = (1, 0) if mode.transform == "align_corners" else (0, 1)
     reasons = []
-    run_time_out = any(ax is not None and ax.out is None for ax in wh)      # no scale gives such a size
+    run_time_out = any(ax is not None and ax.term is not None for ax in wh)      # no scale gives such a size
     for style in (("expr",) if run_time_out else ("scale", "expr") if dynamic else ("scale", "size")):
         for align in (aligns if resize_type != 1 else (0,)):
             why = _mismatch(mode, resize_type, wh, style, align)
@@ -241,10 +248,12 @@ def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) ->
     for ax in wh:
         if ax is None or not ax.touched:
             continue
-        if ax.out is None:
+        if ax.term is not None:
             if style == "scale":
                 return "the output size is a run-time size, not a scale of the input's"
-            why = _any_sizes_mismatch(mode, resize_type, style, align, ax.size)
+            related = ax.relation is not None and len(set(refs(ax.relation[0]) + refs(ax.relation[1]))) == 1
+            why = _related_mismatch(mode, resize_type, style, align, *ax.relation) if related \
+                else _any_sizes_mismatch(mode, resize_type, style, align, ax.size)
             if why is not None:
                 return why
             continue
@@ -291,6 +300,22 @@ def _any_sizes_mismatch(mode: ResizeMode, resize_type: int, style: str, align: i
             why = _mismatch(mode, resize_type, [None, axis], style, align)
             if why is not None:
                 return why
+    return None
+
+
+@lru_cache(maxsize=None)
+def _related_mismatch(mode: ResizeMode, resize_type: int, style: str, align: int, source: Term,
+                      target: Term) -> str | None:
+    """Why ncnn differs from onnxruntime at some value of the one input extent both the input's and the
+    output's extents are formulas of (an FPN resizes a level to the size of the one a stride-2 conv
+    made it from): only the pairs of extents that can meet are checked."""
+    symbol = (refs(source) + refs(target))[0]
+    pairs = {(evaluate(source, {symbol: v}), evaluate(target, {symbol: v})) for v in RELATED_PROBES}
+    for in_size, out in sorted(p for p in pairs if p[0] and p[1] and p[0] > 0 and p[1] > 0):
+        axis = Axis(in_size, out, F32(out) / F32(in_size), True)
+        why = _mismatch(mode, resize_type, [None, axis], style, align)
+        if why is not None:
+            return why
     return None
 
 
