@@ -44,6 +44,10 @@ def op(name: str, a: Term, b: Term) -> Term:
         return _FOLD[name](a, b)
     if (name in ("*", "//") and b == 1) or (name in ("+", "-") and b == 0):
         return a
+    if name in ("+", "-") and isinstance(b, int) and isinstance(a, Op) and a.name == "+" and isinstance(a.b, int):
+        return op("+", a.a, a.b + (b if name == "+" else -b))      # (x + 2) - 3 is x + -1: shorter expressions
+    if name == "-" and isinstance(b, int):
+        return op("+", a, -b)
     if (name == "*" and a == 1) or (name == "+" and a == 0):
         return b
     return Op(name, a, b)

@@ -173,6 +173,9 @@ class SymbolicShapes:
             return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
         if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
             return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
+        if SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
+            pads, rank = [self.canon(t) for t in attrs[SHAPE_TERMS]], len(ins[0])
+            return tuple(op("+", op("+", d, pads[i]), pads[rank + i]) for i, d in enumerate(ins[0]))
         x = ins[0] if ins else None
         if x is None:
             return None
@@ -238,6 +241,8 @@ class SymbolicShapes:
             return (*x[:axis], total, *x[axis + 1:])
         if node.op in WINDOWED:
             return self._windowed(node, x, ins[1] if len(ins) > 1 else None)
+        if node.op == "ConvTranspose":
+            return self._transposed(node, x, ins[1])
         if node.op == "Slice" and SLICE_TERMS in attrs:
             sliced = attrs[SLICE_TERMS]
             dims = list(x)
@@ -271,6 +276,29 @@ class SymbolicShapes:
                 pad = 0 if auto_pad == "VALID" else pads[i] + pads[i + spatial]
                 reach = op("-", op("+", extent, pad), dilations[i] * (kernel[i] - 1) + 1)
                 out.append(op("+", op("//", reach, strides[i]), 1))
+            else:
+                return None
+        return tuple(out)
+
+    def _transposed(self, node: Node, x: Dims, w: Dims | None) -> Dims | None:
+        """ConvTranspose: stride * (in - 1) + output_padding + dilation * (k - 1) + 1 - pads per spatial
+        extent (in * stride under SAME auto_pad); an explicit output_shape is not followed."""
+        attrs, spatial = node.attrs, len(x) - 2
+        kernel = attrs.get("kernel_shape") or (list(w[2:]) if w is not None else None)
+        if spatial < 1 or w is None or attrs.get("output_shape") or kernel is None or len(kernel) != spatial \
+                or not all(isinstance(k, int) for k in [*kernel, w[1]]):
+            return None
+        strides, dilations = attrs.get("strides") or [1] * spatial, attrs.get("dilations") or [1] * spatial
+        pads, auto_pad = attrs.get("pads") or [0] * 2 * spatial, attrs.get("auto_pad", "NOTSET")
+        extra = attrs.get("output_padding") or [0] * spatial
+        out = [x[0], w[1] * attrs.get("group", 1)]
+        for i, extent in enumerate(x[2:]):
+            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                out.append(op("*", extent, strides[i]))
+            elif auto_pad in ("NOTSET", "VALID"):
+                pad = 0 if auto_pad == "VALID" else pads[i] + pads[i + spatial]
+                grow = extra[i] + dilations[i] * (kernel[i] - 1) + 1 - pad
+                out.append(op("+", op("*", strides[i], op("-", extent, 1)), grow))
             else:
                 return None
         return tuple(out)

@@ -19,8 +19,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.runtime_fill import express_expand, express_fill, express_range
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Term, extent, known_value, op, pin_refs, refs
-from converter.symbolic_shapes import evaluate
+from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Term, extent, known_value, op, pin_refs
 
 from .infer_shapes import infer_shapes
 
@@ -28,8 +27,6 @@ from .infer_shapes import infer_shapes
 # follow chains of such blocks (a transformer layer each); each round is one linear walk
 MAX_ROUNDS = 64
 
-# a pad that is a formula of one extent is checked at each of these values of it
-PAD_PROBES = range(1, 4097)
 BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "//", "Max": "max", "Min": "min"}
 PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
 # ops that keep integer-valued floats integers (a size cast to float for Range); not Div
@@ -94,6 +91,12 @@ class ShapeMath:
                 return None
         if node.op == "Slice" and inputs[0] is not None:
             return self._slice(node, inputs[0])
+        if node.op == "Transpose" and inputs[0] is not None:
+            rows = _rows(g, node.inputs[0], inputs[0])
+            if rows is None:
+                return inputs[0] if g.tensors[node.inputs[0]].rank == 1 else None
+            return [row[j] for j in range(len(rows[0])) for row in rows] if node.attrs.get("perm") in (None, [1, 0]) \
+                else None
         if node.op == "ReduceProd" and len(inputs) == 1 and inputs[0] is not None and node.attrs["keepdims"] \
                 and node.attrs.get("axes", [0]) in ([0], [-1]):
             product: Term = 1
@@ -121,14 +124,27 @@ class ShapeMath:
         values = [g.value(i) if i else None for i in node.inputs[1:]]
         if len(values) < 2 or values[0] is None or values[1] is None:
             return None
-        for k, v in enumerate(values[2:4]):
-            if v is not None and [int(a) for a in v.reshape(-1)] != ([0] if k == 0 else [1]) \
-                    and not (k == 0 and [int(a) for a in v.reshape(-1)] == [-1]):
-                return None
+        if any(v is not None and v.size != 1 for v in values):
+            return None
+        axis = 0 if len(values) < 3 or values[2] is None else int(values[2].reshape(-1)[0])
         step = 1 if len(values) < 4 or values[3] is None else int(values[3].reshape(-1)[0])
         start, stop = int(values[0].reshape(-1)[0]), int(values[1].reshape(-1)[0])
-        stop = min(stop, 2**31)
-        return data[slice(start, stop, step)]
+        cut = slice(start, max(min(stop, 2**31), -2**31), step)       # ONNX's clamping is Python's
+        if step == 0:
+            return None
+        rows = _rows(g, node.inputs[0], data)
+        if rows is None:
+            return data[cut] if axis in (0, -1) and g.tensors[node.inputs[0]].rank in (None, 1) else None
+        return [t for row in rows[cut] for t in row] if axis in (0, -2) else None    # whole rows
+
+
+def _rows(graph: Graph, name: str, data: list[Term]) -> list[list[Term]] | None:
+    """A 2-D shape tensor's rows (torch's F.pad reverses the (begin, end) pairs as rows), else None."""
+    shape = graph.tensors[name].shape
+    if shape is None or len(shape) != 2 or None in shape or shape[0] * shape[1] != len(data):
+        return None
+    width = int(shape[1])
+    return [data[k:k + width] for k in range(0, len(data), width)]
 
 
 def _nonnegative(term: Term) -> bool:
@@ -242,40 +258,18 @@ def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
     return True
 
 
-def _never_positive(term: Term) -> bool:
-    """A pad that is a formula of one run-time extent and is 0 or negative at every probed value of it."""
-    symbols = set(refs(term))
-    if len(symbols) != 1:
-        return False
-    symbol = symbols.pop()
-    return all((v := evaluate(term, {symbol: n})) is not None and v <= 0 for n in PAD_PROBES)
-
-
 def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
-    """A zero Pad by amounts computed from run-time extents that never pad, only crop (the classic U-Net's
-    `F.pad(up, [dx // 2, dx - dx // 2, ...])` where the transposed conv's output is never smaller than
-    the skip): a Slice to run-time bounds (Crop 19/20/21 expressions). ncnn's Padding takes only constant
-    amounts, so pads that can be positive are left for the lowering to refuse."""
+    """A Pad by amounts computed from run-time extents (the classic U-Net's `F.pad(up, [dx // 2, ...])`)
+    keeps them as terms; resolve_symbolic_extents makes it a crop where they can never be positive."""
     x = graph.tensors[node.inputs[0]]
     pads = math.terms.get(node.inputs[1]) if len(node.inputs) > 1 else None
-    value = graph.value(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-    if pads is None or x.rank is None or len(pads) != 2 * x.rank or node.attrs.get("mode", "constant") != "constant" \
-            or (len(node.inputs) > 3 and node.inputs[3]) or (len(node.inputs) > 2 and node.inputs[2] and value is None):
+    if pads is None or x.rank is None or len(pads) != 2 * x.rank or (len(node.inputs) > 3 and node.inputs[3]):
         return False
-    begins, ends = pads[:x.rank], pads[x.rank:]
-    if not all(p == 0 or (isinstance(p, int) and p < 0) or _never_positive(p) for p in pads):
-        return False
-    axes = [i for i in range(x.rank) if begins[i] != 0 or ends[i] != 0]
-    starts = [op("-", 0, begins[i]) for i in axes]
-    stops = [op("+", extent(graph, x.name, i), ends[i]) for i in axes]
-    out = node.outputs[0]
-    graph.remove_node(node)
-    cut = Node(node.name, "Slice", [x.name], [out], origin=node.origin or node.name,
-               attrs={SLICE_TERMS: {"starts": starts, "ends": stops, "axes": axes}})
-    graph.add_node(cut)
-    pin_refs(graph, cut, [*starts, *stops])
-    graph.tensors[out].shape = None if x.shape is None else \
-        tuple(None if i in axes else d for i, d in enumerate(x.shape))
+    node.attrs[SHAPE_TERMS] = pads
+    graph.replace_input(node, 1, "")
+    pin_refs(graph, node, pads)
+    graph.tensors[node.outputs[0]].shape = None if x.shape is None else tuple(
+        d if pads[i] == 0 and pads[i + x.rank] == 0 else None for i, d in enumerate(x.shape))
     return True
 
 
