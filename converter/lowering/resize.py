@@ -43,6 +43,9 @@ PROBES = (*range(1, 49), 64, 100, 127, 128, 255)
 NEAREST_PROBES = (*range(1, 65), 100, 127, 128, 255, 256, 320, 640, 1000, 1024, 2048, 4096)
 # a run-time output size that is a formula of the same input extent as the input's: every value up to this
 RELATED_PROBES = (*range(1, 1025), 2048, 4096)
+# a run-time output size unrelated to the input's: every pair of these (small extents, where the edge rules
+# part, and long ones, where float steps drift)
+PAIR_PROBES = (*range(1, 25), 31, 32, 33, 48, 63, 64, 100, 127, 128, 255)
 WH_IDS = {"scale": (1, 2), "size": (3, 4)}
 
 
@@ -293,9 +296,8 @@ def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) ->
 def _any_sizes_mismatch(mode: ResizeMode, resize_type: int, style: str, align: int, size: int | None) -> str | None:
     """Why ncnn differs from onnxruntime resizing some input extent (`size`, or every probe) to some
     output extent, both run-time sizes with no known relation: every pair of probes is checked."""
-    probes = NEAREST_PROBES if resize_type == 1 else PROBES
-    for in_size in [size] if size is not None else probes:
-        for out in probes:
+    for in_size in [size] if size is not None else PAIR_PROBES:
+        for out in PAIR_PROBES:
             axis = Axis(in_size, out, F32(out) / F32(in_size), True)
             why = _mismatch(mode, resize_type, [None, axis], style, align)
             if why is not None:
