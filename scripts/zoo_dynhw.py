@@ -6,6 +6,7 @@ by a scale (a YOLO-style neck), pads and transposed convs sized by the input (a 
 global pooling and flatten (classifiers). Narrow widths keep each file small."""
 from __future__ import annotations
 
+import torch
 from torch import nn
 from torch.nn import functional as F
 
@@ -128,13 +129,8 @@ class UNet(nn.Module):
         for block in self.up:
             skip = skips.pop()
             x = F.interpolate(x, size=skip.shape[-2:], mode="bilinear", align_corners=False)
-            x = block(torch_cat(x, skip))
+            x = block(torch.cat([x, skip], 1))
         return self.head(x)
-
-
-def torch_cat(*xs):
-    import torch
-    return torch.cat(xs, 1)
 
 
 def unet():
@@ -163,7 +159,7 @@ class UNetClassic(nn.Module):
             x = up(x)
             dy, dx = skip.size(2) - x.size(2), skip.size(3) - x.size(3)
             x = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
-            x = fuse(torch_cat(skip, x))
+            x = fuse(torch.cat([skip, x], 1))
         return self.head(x)
 
 
@@ -182,6 +178,8 @@ def timm_features():
 
 
 class Features(nn.Module):
+    """A features_only net's list of levels as a tuple (the exporters' outputs)."""
+
     def __init__(self, net):
         super().__init__()
         self.net = net
@@ -204,9 +202,9 @@ class YoloNeck(nn.Module):
 
     def forward(self, x):
         f = self.backbone(x)
-        p4 = self.top1(torch_cat(self.up(f["high"]), f["mid"]))
-        p3 = self.top2(torch_cat(self.up(p4), f["low"]))
-        n4 = self.down2(torch_cat(self.down1(p3), p4))
+        p4 = self.top1(torch.cat([self.up(f["high"]), f["mid"]], 1))
+        p3 = self.top2(torch.cat([self.up(p4), f["low"]], 1))
+        n4 = self.down2(torch.cat([self.down1(p3), p4], 1))
         return self.heads[0](p3), self.heads[1](n4)
 
 
