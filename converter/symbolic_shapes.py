@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from .ir import Graph, Node
 from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
 from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
@@ -173,6 +175,11 @@ class SymbolicShapes:
             return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
         if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
             return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
+        if node.op == "Resize" and len(node.inputs) > 2 and node.inputs[2] and ins[0] is not None:
+            scales = g.value(node.inputs[2])                    # whole scales: the extent times the scale
+            if scales is not None and scales.size == len(ins[0]) and "axes" not in attrs \
+                    and np.all(scales == np.round(scales)) and np.all(scales >= 1):
+                return tuple(op("*", d, int(k)) for d, k in zip(ins[0], scales.reshape(-1)))
         if SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
             pads, rank = [self.canon(t) for t in attrs[SHAPE_TERMS]], len(ins[0])
             return tuple(op("+", op("+", d, pads[i]), pads[rank + i]) for i, d in enumerate(ins[0]))

@@ -12,6 +12,8 @@ holding offset + k along its one axis longer than 1, as the rewritten Range buil
   is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
   again from there;
+- a Pad by run-time amounts, each bounded over the probed sizes of the one extent it reads, pads by
+  the bounds and crops to run-time bounds (converter/run_time_pad.py);
 - expressions (Reshape, fill, Slice sizes) name the inputs' extents, not the tensors they were
   written against.
 """
@@ -23,15 +25,13 @@ from converter.ir import Graph, Node, Tensor
 from converter.runtime_fill import FILL_VALUE
 from converter.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
 from converter.op_groups import BROADCASTING
-from converter.symbolic import extent, refs
-from converter.symbolic_shapes import SymbolicShapes, broadcast, evaluate, numel
+from converter.run_time_pad import bounded_pad
+from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
 
 from .express_shapes import ShapeMath, remove_dead_shape_math
 from .fold_constants import fold_node
 from .infer_shapes import infer_shapes
 
-# a run-time pad that is a formula of one input extent is checked at each of these values of it
-PAD_PROBES = range(1, 4097)
 PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}
 
 
@@ -301,35 +301,6 @@ def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     return True
 
 
-def _never_positive(term: Term) -> bool:
-    symbols = set(refs(term))
-    if len(symbols) != 1:
-        return not symbols and term <= 0
-    symbol = symbols.pop()
-    return all((v := evaluate(term, {symbol: n})) is not None and v <= 0 for n in PAD_PROBES)
-
-
-def _cropping_pad(graph: Graph, node: Node, shapes: SymbolicShapes) -> Node | None:
-    """A Pad by run-time amounts (express_shapes) that are 0 or negative at every probed value of the one
-    input extent each is a formula of (the classic U-Net's pad of a transposed conv's output to its
-    skip's size only ever crops): a Slice to run-time bounds (Crop 19/20/21 expressions), whatever its
-    mode and value. The bounds keep the terms the pads were written with (the sizes of the tensors
-    nearby: short expressions). ncnn's Padding takes only constant amounts; other run-time pads are
-    refused when lowered."""
-    pads, x = node.attrs[SHAPE_TERMS], node.inputs[0]
-    rank = len(pads) // 2
-    if graph.tensors[x].rank != rank or not all(_never_positive(shapes.canon(t)) for t in pads):
-        return None
-    axes = [i for i in range(rank) if pads[i] != 0 or pads[rank + i] != 0]
-    starts = [op("-", 0, pads[i]) for i in axes]
-    ends = [op("+", extent(graph, x, i), pads[rank + i]) for i in axes]
-    graph.remove_node(node)
-    cut = graph.add_node(Node(node.name, "Slice", [x], list(node.outputs), origin=node.origin or node.name,
-                              attrs={SLICE_TERMS: {"starts": starts, "ends": ends, "axes": axes}}))
-    pin_refs(graph, cut, [*starts, *ends])
-    return cut
-
-
 def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
     filled = 0
     for name, dims in shapes.dims.items():
@@ -351,7 +322,7 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        cut = _cropping_pad(graph, node, shapes) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
+        cut = bounded_pad(graph, node, shapes) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
         node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes))
         shapes.visit(node)
         ranges.visit(node)

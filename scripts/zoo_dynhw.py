@@ -167,6 +167,35 @@ def unet_classic():
     return UNetClassic(), img(), ["mask"]
 
 
+class UNetPool(nn.Module):
+    """The widely copied PyTorch U-Net's layout: floor-mode max pools down, a bilinear upsample by 2
+    (align_corners) up, the result padded by the run-time difference to the skip's size (0 or 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.ModuleList([cna(3, 8), cna(8, 12), cna(12, 16)])
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.fuse = nn.ModuleList([cna(28, 12), cna(20, 8)])
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        skips = []
+        for k, block in enumerate(self.down):
+            x = block(F.max_pool2d(x, 2) if k else x)
+            skips.append(x)
+        skips.pop()
+        for fuse in self.fuse:
+            skip, x = skips.pop(), self.up(x)
+            dy, dx = skip.size(2) - x.size(2), skip.size(3) - x.size(3)
+            x = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+            x = fuse(torch.cat([skip, x], 1))
+        return self.head(x)
+
+
+def unet_pool():
+    return UNetPool(), img(), ["mask"]
+
+
 def timm_features():
     """A timm backbone's features_only wrapper (ResNet layout, narrow), four levels out."""
     from timm.models import resnet
@@ -230,8 +259,10 @@ def resnet18_dyn():
 
 
 BUILDERS = {"seg_fcn_dyn": seg_fcn, "seg_deeplabv3_dyn": seg_deeplabv3, "seg_lraspp_dyn": seg_lraspp,
-            "fpn_dyn": fpn, "unet_dyn": unet, "unet_classic_dyn": unet_classic, "timm_features_dyn": timm_features,
+            "fpn_dyn": fpn, "unet_dyn": unet, "unet_classic_dyn": unet_classic, "unet_pool_dyn": unet_pool,
+            "timm_features_dyn": timm_features,
             "yolo_neck_dyn": yolo_neck, "mobilenetv3_dyn": mobilenetv3_dyn, "resnet18_dyn": resnet18_dyn}
 DYNAMIC = {name: HW for name in BUILDERS}
-RESIZES_TO_SIZE = {"seg_fcn_dyn", "seg_deeplabv3_dyn", "seg_lraspp_dyn", "fpn_dyn", "unet_dyn", "unet_classic_dyn"}
+RESIZES_TO_SIZE = {"seg_fcn_dyn", "seg_deeplabv3_dyn", "seg_lraspp_dyn", "fpn_dyn", "unet_dyn", "unet_classic_dyn",
+                   "unet_pool_dyn"}
 CHECKED_SIZES = {name: ODD_SIZES if name in RESIZES_TO_SIZE else SIZES for name in BUILDERS}
