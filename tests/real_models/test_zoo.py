@@ -72,5 +72,5 @@ def test_manifest_lists_every_file_and_the_zoo_stays_small():
     assert files == set(MANIFEST)
     assert set(EXPECTED_REFUSED) <= files
     # two rounds of architectures and the dynamic-seq exports: 16.6 MiB; the dynamic H/W CNN, segmentation
-    # and detection exports (scripts/zoo_dynhw.py): 1.8 MiB more
+    # and detection exports (scripts/zoo_dynhw.py): 1.9 MiB more, 18.5 MiB in all
     assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 20 * 2**20
