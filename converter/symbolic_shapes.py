@@ -85,10 +85,14 @@ def _larger(terms: list[Term]) -> Term | None:
 
 class SymbolicShapes:
     """dims[tensor] -> terms, filled by visit(node) in topological order. `shape_terms(name)` gives
-    the terms of a shape-math tensor (an Expand's or Reshape's target), or None."""
+    the terms of a shape-math tensor (an Expand's or Reshape's target), or None. With `windows`, the
+    extents Conv, pooling, ConvTranspose, whole-scale Resize and run-time Pads make are formulas of
+    their inputs' (else symbols of their own): what relates two sides of a resize or a pad, too long to
+    name in an expression (YOLOv8's head would read a 400-character sum of conv formulas)."""
 
-    def __init__(self, graph: Graph, shape_terms: Callable[[str], list[Term] | None] = lambda name: None):
-        self.graph, self.shape_terms = graph, shape_terms
+    def __init__(self, graph: Graph, shape_terms: Callable[[str], list[Term] | None] = lambda name: None,
+                 windows: bool = False):
+        self.graph, self.shape_terms, self.windows = graph, shape_terms, windows
         self.dims: dict[str, Dims] = {}
         named: dict[str, Ref] = {}
         for name in graph.inputs:
@@ -175,12 +179,13 @@ class SymbolicShapes:
             return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
         if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
             return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
-        if node.op == "Resize" and len(node.inputs) > 2 and node.inputs[2] and ins[0] is not None:
+        if self.windows and node.op == "Resize" and len(node.inputs) > 2 and node.inputs[2] and ins[0] is not None:
             scales = g.value(node.inputs[2])                    # whole scales: the extent times the scale
             if scales is not None and scales.size == len(ins[0]) and "axes" not in attrs \
                     and np.all(scales == np.round(scales)) and np.all(scales >= 1):
                 return tuple(op("*", d, int(k)) for d, k in zip(ins[0], scales.reshape(-1)))
-        if SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
+        if self.windows and SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None \
+                and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
             pads, rank = [self.canon(t) for t in attrs[SHAPE_TERMS]], len(ins[0])
             return tuple(op("+", op("+", d, pads[i]), pads[rank + i]) for i, d in enumerate(ins[0]))
         x = ins[0] if ins else None
@@ -246,9 +251,9 @@ class SymbolicShapes:
             for s in ins:
                 total = op("+", total, s[axis])
             return (*x[:axis], total, *x[axis + 1:])
-        if node.op in WINDOWED:
+        if self.windows and node.op in WINDOWED:
             return self._windowed(node, x, ins[1] if len(ins) > 1 else None)
-        if node.op == "ConvTranspose":
+        if self.windows and node.op == "ConvTranspose":
             return self._transposed(node, x, ins[1])
         if node.op == "Slice" and SLICE_TERMS in attrs:
             sliced = attrs[SLICE_TERMS]

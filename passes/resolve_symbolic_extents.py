@@ -273,14 +273,15 @@ def _fold_gathers(graph: Graph, name: str) -> None:
             _fold_gathers(graph, reader.outputs[0])
 
 
-def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
+def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes, related: SymbolicShapes) -> bool:
     """An expression's sizes named by the graph inputs' extents (or numbers) instead of the tensors
     it was written against: a Reshape then no longer reads a tensor inside an attention block. A Resize
     keeps reading the tensor whose size it takes (one blob, no arithmetic) and records both sides' terms
-    over the inputs' extents, so its lowering checks only the pairs of extents that can meet."""
+    over the inputs' extents (`related`: through convs and pools too), so its lowering checks only the
+    pairs of extents that can meet."""
     if node.op == "Resize" and SHAPE_TERMS in node.attrs:
-        x = shapes.of(node.inputs[0])
-        node.attrs[RESIZE_RELATION] = None if x is None else (x, tuple(shapes.canon(t) for t in node.attrs[SHAPE_TERMS]))
+        x = related.of(node.inputs[0])
+        node.attrs[RESIZE_RELATION] = None if x is None else (x, tuple(related.canon(t) for t in node.attrs[SHAPE_TERMS]))
         return False
     if SHAPE_TERMS in node.attrs:
         old = node.attrs[SHAPE_TERMS]
@@ -316,15 +317,17 @@ def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
 def resolve_symbolic_extents(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
+    related = SymbolicShapes(graph, lambda name: math.terms.get(name), windows=True)
     ranges = IndexRanges(graph, shapes)
     expands = gathers = uniform = known = renamed = 0
     for node in graph.topological():
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        cut = bounded_pad(graph, node, shapes) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
-        node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes))
+        cut = bounded_pad(graph, node, related) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
+        node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes, related))
         shapes.visit(node)
+        related.visit(node)
         ranges.visit(node)
         if _known_range(graph, node, shapes, ranges):
             known += 1
