@@ -44,6 +44,10 @@ def op(name: str, a: Term, b: Term) -> Term:
         return _FOLD[name](a, b)
     if (name in ("*", "//") and b == 1) or (name in ("+", "-") and b == 0):
         return a
+    if name in ("+", "-") and isinstance(b, int) and isinstance(a, Op) and a.name == "+" and isinstance(a.b, int):
+        return op("+", a.a, a.b + (b if name == "+" else -b))      # (x + 2) - 3 is x + -1: shorter expressions
+    if name == "-" and isinstance(b, int):
+        return op("+", a, -b)
     if (name == "*" and a == 1) or (name == "+" and a == 0):
         return b
     return Op(name, a, b)
@@ -72,7 +76,9 @@ def refs(term: Term) -> list[Ref]:
 
 
 REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
-SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape or fill: its target/shape terms
+SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape, fill or Resize: its target/shape terms
+RESIZE_RELATION = "_resize_relation"   # node attribute of an expressed Resize: (input terms, output terms),
+#                                       both over the graph inputs' extents, for checking which sizes meet
 SLICE_TERMS = "_slice_terms"    # node attribute of an expressed Slice: starts, ends (terms), axes
 
 

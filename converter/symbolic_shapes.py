@@ -8,15 +8,19 @@ or arithmetic on those. What no rule covers gets a fresh symbol `Ref(tensor, axi
 itself, so a term is never claimed equal to another without a reason.
 
 Assumed, as the model's own validity implies: operands that broadcast together have equal extents
-or extents of 1, and a Slice to a run-time end stays inside its data (torch's `x[:, :S]`).
+or extents of 1, a Slice to a run-time end stays inside its data (torch's `x[:, :S]`), and a Conv's
+or pooling's window fits its padded input (the floor division then has a non-negative numerator).
 """
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from .ir import Graph, Node
 from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
-from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op
+from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
+from .window_extents import WINDOWED, transposed_extents, windowed_extents
 
 Dims = tuple[Term, ...]
 REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -59,23 +63,38 @@ def quotient(total: list[Term], known: list[Term]) -> Term | None:
 
 def broadcast(shapes: list[Dims]) -> Dims:
     """numpy's rule over terms; an axis where two different symbols meet (either could be 1) is
-    None, unknown."""
+    None, unknown, unless they are formulas of the same extents: then the larger (equal, or one is 1),
+    so that an FPN level's sum of a lateral conv and a resized coarser level still reads the input's H."""
     rank = max(len(s) for s in shapes)
     result = []
     for axis in range(rank):
         seen = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0} - {1}
         numbers = {t for t in seen if isinstance(t, int)}
-        result.append(None if len(seen) > 1 and not numbers or None in seen
-                      else numbers.pop() if numbers else seen.pop() if seen else 1)
+        result.append(None if None in seen else numbers.pop() if numbers
+                      else _larger(sorted(seen, key=repr)) if len(seen) > 1 else seen.pop() if seen else 1)
     return tuple(result)
+
+
+def _larger(terms: list[Term]) -> Term | None:
+    reads = {frozenset(refs(t)) for t in terms}
+    if len(reads) != 1 or not next(iter(reads)):
+        return None
+    result = terms[0]
+    for t in terms[1:]:
+        result = op("max", result, t)
+    return result
 
 
 class SymbolicShapes:
     """dims[tensor] -> terms, filled by visit(node) in topological order. `shape_terms(name)` gives
-    the terms of a shape-math tensor (an Expand's or Reshape's target), or None."""
+    the terms of a shape-math tensor (an Expand's or Reshape's target), or None. With `windows`, the
+    extents Conv, pooling, ConvTranspose, whole-scale Resize and run-time Pads make are formulas of
+    their inputs' (else symbols of their own): what relates two sides of a resize or a pad, too long to
+    name in an expression (YOLOv8's head would read a 400-character sum of conv formulas)."""
 
-    def __init__(self, graph: Graph, shape_terms: Callable[[str], list[Term] | None] = lambda name: None):
-        self.graph, self.shape_terms = graph, shape_terms
+    def __init__(self, graph: Graph, shape_terms: Callable[[str], list[Term] | None] = lambda name: None,
+                 windows: bool = False):
+        self.graph, self.shape_terms, self.windows = graph, shape_terms, windows
         self.dims: dict[str, Dims] = {}
         named: dict[str, Ref] = {}
         for name in graph.inputs:
@@ -160,6 +179,17 @@ class SymbolicShapes:
             return broadcast(ins)
         if SHAPE_TERMS in attrs and node.op in ("Reshape", "ConstantOfShape"):
             return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
+        if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
+            return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
+        if self.windows and node.op == "Resize" and len(node.inputs) > 2 and node.inputs[2] and ins[0] is not None:
+            scales = g.value(node.inputs[2])                    # whole scales: the extent times the scale
+            if scales is not None and scales.size == len(ins[0]) and "axes" not in attrs \
+                    and np.all(scales == np.round(scales)) and np.all(scales >= 1):
+                return tuple(op("*", d, int(k)) for d, k in zip(ins[0], scales.reshape(-1)))
+        if self.windows and SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None \
+                and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
+            pads, rank = [self.canon(t) for t in attrs[SHAPE_TERMS]], len(ins[0])
+            return tuple(op("+", op("+", d, pads[i]), pads[rank + i]) for i, d in enumerate(ins[0]))
         x = ins[0] if ins else None
         if x is None:
             return None
@@ -225,6 +255,10 @@ class SymbolicShapes:
             for s in ins:
                 total = op("+", total, s[axis])
             return (*x[:axis], total, *x[axis + 1:])
+        if self.windows and node.op in WINDOWED:
+            return windowed_extents(node, x, ins[1] if len(ins) > 1 else None)
+        if self.windows and node.op == "ConvTranspose":
+            return transposed_extents(node, x, ins[1])
         if node.op == "Slice" and SLICE_TERMS in attrs:
             sliced = attrs[SLICE_TERMS]
             dims = list(x)
@@ -309,8 +343,9 @@ def evaluate(term: Term, sizes: dict[Ref, int]) -> int | None:
     a, b = evaluate(term.a, sizes), evaluate(term.b, sizes)
     if a is None or b is None:
         return None
-    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else None,
-            "max": max(a, b), "min": min(a, b)}[term.name]
+    if term.name == "//":       # ONNX's integer Div and ncnn's expressions truncate toward zero
+        return None if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return {"+": a + b, "-": a - b, "*": a * b, "max": max(a, b), "min": min(a, b)}[term.name]
 
 
 def symbols(dims: Dims) -> set[Term]:

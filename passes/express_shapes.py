@@ -5,7 +5,8 @@ Exporters compute a Reshape's target from the shapes of run-time tensors
 such chains when the extents are known; this pass handles the rest: one walk gives
 every shape-math tensor a list of terms over tensor extents (converter/symbolic.py),
 a Reshape fed by such a tensor keeps the terms for its lowering (ncnn Reshape
-6=shape_expr, reading the referenced tensors as extra bottoms), float tensors sized
+6=shape_expr, reading the referenced tensors as extra bottoms), so does a Resize
+to such sizes (Interp 9=size_expr), float tensors sized
 by them (ConstantOfShape, Range, Expand: anchor grids) are rewritten over a filled
 tensor of run-time shape (converter/runtime_fill.py), and the shape-math nodes
 nothing else reads are removed. Reshape outputs get the shape the terms give,
@@ -90,6 +91,12 @@ class ShapeMath:
                 return None
         if node.op == "Slice" and inputs[0] is not None:
             return self._slice(node, inputs[0])
+        if node.op == "Transpose" and inputs[0] is not None:
+            rows = _rows(g, node.inputs[0], inputs[0])
+            if rows is None:
+                return inputs[0] if g.tensors[node.inputs[0]].rank == 1 else None
+            return [row[j] for j in range(len(rows[0])) for row in rows] if node.attrs.get("perm") in (None, [1, 0]) \
+                else None
         if node.op == "ReduceProd" and len(inputs) == 1 and inputs[0] is not None and node.attrs["keepdims"] \
                 and node.attrs.get("axes", [0]) in ([0], [-1]):
             product: Term = 1
@@ -117,14 +124,27 @@ class ShapeMath:
         values = [g.value(i) if i else None for i in node.inputs[1:]]
         if len(values) < 2 or values[0] is None or values[1] is None:
             return None
-        for k, v in enumerate(values[2:4]):
-            if v is not None and [int(a) for a in v.reshape(-1)] != ([0] if k == 0 else [1]) \
-                    and not (k == 0 and [int(a) for a in v.reshape(-1)] == [-1]):
-                return None
+        if any(v is not None and v.size != 1 for v in values):
+            return None
+        axis = 0 if len(values) < 3 or values[2] is None else int(values[2].reshape(-1)[0])
         step = 1 if len(values) < 4 or values[3] is None else int(values[3].reshape(-1)[0])
         start, stop = int(values[0].reshape(-1)[0]), int(values[1].reshape(-1)[0])
-        stop = min(stop, 2**31)
-        return data[slice(start, stop, step)]
+        cut = slice(start, max(min(stop, 2**31), -2**31), step)       # ONNX's clamping is Python's
+        if step == 0:
+            return None
+        rows = _rows(g, node.inputs[0], data)
+        if rows is None:
+            return data[cut] if axis in (0, -1) and g.tensors[node.inputs[0]].rank in (None, 1) else None
+        return [t for row in rows[cut] for t in row] if axis in (0, -2) else None    # whole rows
+
+
+def _rows(graph: Graph, name: str, data: list[Term]) -> list[list[Term]] | None:
+    """A 2-D shape tensor's rows (torch's F.pad reverses the (begin, end) pairs as rows), else None."""
+    shape = graph.tensors[name].shape
+    if shape is None or len(shape) != 2 or None in shape or shape[0] * shape[1] != len(data):
+        return None
+    width = int(shape[1])
+    return [data[k:k + width] for k in range(0, len(data), width)]
 
 
 def _nonnegative(term: Term) -> bool:
@@ -178,6 +198,10 @@ def _express_reshapes(graph: Graph) -> int:
             expressed += 1
         elif node.op == "Slice":
             expressed += _express_slice(graph, node, math)
+        elif node.op == "Resize":
+            expressed += _express_resize(graph, node, math)
+        elif node.op == "Pad":
+            expressed += _express_pad(graph, node, math)
         else:
             expressed += _express_fill(graph, node, math)
     if expressed:
@@ -207,6 +231,45 @@ def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
     out = graph.tensors[node.outputs[0]]
     sliced = set(axes)
     out.shape = None if x.shape is None else tuple(d if i not in sliced else None for i, d in enumerate(x.shape))
+    return True
+
+
+def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A Resize to sizes computed from run-time extents (`F.interpolate(x, size=skip.shape[-2:])`)
+    keeps them as terms, one per axis of its input (lowered to Interp's 9= size expression)."""
+    x = graph.tensors[node.inputs[0]]
+    sizes = node.inputs[3] if len(node.inputs) > 3 else ""
+    if sizes not in math.terms or x.rank is None:
+        return False
+    listed = [int(a) % x.rank for a in node.attrs.get("axes", range(x.rank))]
+    if len(listed) != len(math.terms[sizes]):
+        return False
+    target = [extent(graph, x.name, i) for i in range(x.rank)]
+    for axis, term in zip(listed, math.terms[sizes]):
+        target[axis] = term
+    node.attrs[SHAPE_TERMS] = target
+    node.attrs.pop("axes", None)
+    graph.replace_input(node, 3, "")
+    pin_refs(graph, node, target)
+    out = graph.tensors[node.outputs[0]]
+    known = tuple(known_value(t) for t in target)
+    out.shape = known if out.shape is None or len(out.shape) != len(known) else \
+        tuple(o if o is not None else k for o, k in zip(out.shape, known))
+    return True
+
+
+def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A Pad by amounts computed from run-time extents (the classic U-Net's `F.pad(up, [dx // 2, ...])`)
+    keeps them as terms; resolve_symbolic_extents makes it a crop where they can never be positive."""
+    x = graph.tensors[node.inputs[0]]
+    pads = math.terms.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if pads is None or x.rank is None or len(pads) != 2 * x.rank or (len(node.inputs) > 3 and node.inputs[3]):
+        return False
+    node.attrs[SHAPE_TERMS] = pads
+    graph.replace_input(node, 1, "")
+    pin_refs(graph, node, pads)
+    graph.tensors[node.outputs[0]].shape = None if x.shape is None else tuple(
+        d if pads[i] == 0 and pads[i + x.rank] == 0 else None for i, d in enumerate(x.shape))
     return True
 
 

@@ -14,6 +14,8 @@ holding offset + k along its one axis longer than 1, as the rewritten Range buil
   is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
   again from there;
+- a Pad by run-time amounts, each bounded over the probed sizes of the one extent it reads, pads by
+  the bounds and crops to run-time bounds (converter/run_time_pad.py);
 - expressions (Reshape, fill, Slice sizes) name the inputs' extents, not the tensors they were
   written against.
 """
@@ -23,8 +25,9 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.runtime_fill import FILL_VALUE
-from converter.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
+from converter.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
 from converter.op_groups import BROADCASTING
+from converter.run_time_pad import bounded_pad
 from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
 
 from .express_shapes import ShapeMath, remove_dead_shape_math
@@ -302,9 +305,16 @@ def _fold_gathers(graph: Graph, name: str) -> None:
             _fold_gathers(graph, reader.outputs[0])
 
 
-def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
+def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes, related: SymbolicShapes) -> bool:
     """An expression's sizes named by the graph inputs' extents (or numbers) instead of the tensors
-    it was written against: a Reshape then no longer reads a tensor inside an attention block."""
+    it was written against: a Reshape then no longer reads a tensor inside an attention block. A Resize
+    keeps reading the tensor whose size it takes (one blob, no arithmetic) and records both sides' terms
+    over the inputs' extents (`related`: through convs and pools too), so its lowering checks only the
+    pairs of extents that can meet."""
+    if node.op == "Resize" and SHAPE_TERMS in node.attrs:
+        x = related.of(node.inputs[0])
+        node.attrs[RESIZE_RELATION] = None if x is None else (x, tuple(related.canon(t) for t in node.attrs[SHAPE_TERMS]))
+        return False
     if SHAPE_TERMS in node.attrs:
         old = node.attrs[SHAPE_TERMS]
         new = [shapes.canon(t) for t in old]
@@ -339,14 +349,17 @@ def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
 def resolve_symbolic_extents(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
+    related = SymbolicShapes(graph, lambda name: math.terms.get(name), windows=True)
     ranges = IndexRanges(graph, shapes)
     expands = gathers = uniform = known = renamed = 0
     for node in graph.topological():
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        renamed += _canonical_terms(graph, node, shapes)
+        cut = bounded_pad(graph, node, related) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
+        node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes, related))
         shapes.visit(node)
+        related.visit(node)
         ranges.visit(node)
         if _known_range(graph, node, shapes, ranges):
             known += 1

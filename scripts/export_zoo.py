@@ -339,13 +339,15 @@ BUILDERS.update({"bert_mask_dyn": lambda: bert(True), "distilbert_dyn": distilbe
 # the sizes tests/real_models/test_zoo.py also runs each dynamic model at (one converted file), by axis name;
 # a sequence of 16 (twice the export's) reaches past the 8 every static file holds; the batch stays 1
 SEQ_SIZES = [{"seq": 5}, {"seq": 16}]
+# torch.export's upper bounds: a sequence within the position table, images up to 1024 a side
+DIM_MAX = {"seq": 32, "height": 1024, "width": 1024}
 CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "roberta_dyn": SEQ_SIZES,
                  "gpt2_mask_dyn": SEQ_SIZES, "llama_dyn": SEQ_SIZES, "t5_encoder_dyn": SEQ_SIZES,
                  "albert_dyn": SEQ_SIZES, "clip_text_dyn": SEQ_SIZES, "cnn_dyn": [{"height": 48, "width": 40}]}
 
 # the second round's builders (phone/board CNNs and hybrids, more Hugging Face encoders) import this
 # module's helpers, so they are merged into BUILDERS only when main runs
-from scripts import zoo_cnn, zoo_hf, zoo_tv  # noqa: E402
+from scripts import zoo_cnn, zoo_dynhw, zoo_hf, zoo_tv  # noqa: E402
 
 
 # ---- export and checks ----
@@ -375,7 +377,7 @@ def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | No
     if dynamic and not dynamo:
         kwargs["dynamic_axes"] = dynamic
     elif dynamic:     # positional, one entry per input; Dims of the same name are the same size
-        dims = {n: torch.export.Dim(n, max=32 if n == "seq" else 64) for axes in dynamic.values() for n in axes.values()}
+        dims = {n: torch.export.Dim(n, max=DIM_MAX.get(n, 64)) for axes in dynamic.values() for n in axes.values()}
         shapes = tuple({a: dims[n] for a, n in dynamic.get(s[0], {}).items()} or None for s in specs)
         # an Outputs wrapper takes *args: torch.export sees one argument, the tuple of them
         kwargs["dynamic_shapes"] = (shapes,) if isinstance(model, Outputs) else shapes
@@ -436,7 +438,9 @@ def build(name: str):
 
 
 def main(argv=None) -> int:
-    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS})
+    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS, **zoo_dynhw.BUILDERS})
+    DYNAMIC.update(zoo_dynhw.DYNAMIC)
+    CHECKED_SIZES.update(zoo_dynhw.CHECKED_SIZES)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models to export (default all: {' '.join(BUILDERS)})")
     parser.add_argument("--out", type=Path, default=ROOT / "models" / "zoo")

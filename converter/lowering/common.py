@@ -20,6 +20,9 @@ def fail(node: Node, graph: Graph, why: str) -> ConversionError:
     return ConversionError(f"{node.op} node '{node.name}' (input shapes {shapes}): {why}")
 
 
+MAX_PARAM_STRING = 255     # a longer string param (an expression) fails to load: "too long string"
+
+
 def layer(src: Node, graph: Graph, type_: str, inputs: Sequence[str], outputs: Sequence[str],
           params: dict[int, Any] | None = None, weights: Sequence[np.ndarray] = (),
           suffix: str = "") -> Node:
@@ -28,6 +31,9 @@ def layer(src: Node, graph: Graph, type_: str, inputs: Sequence[str], outputs: S
         values = value if isinstance(value, (list, tuple)) else [value]
         if any(isinstance(v, float) and not np.isfinite(v) and abs(v) != np.inf for v in values):
             raise fail(src, graph, f"param {pid} of the {type_} layer is NaN; ncnn params cannot hold NaN")
+        if isinstance(value, str) and len(value) > MAX_PARAM_STRING:
+            raise fail(src, graph, f"param {pid} of the {type_} layer is an expression of {len(value)} characters; "
+                                   f"ncnn's param reader takes at most {MAX_PARAM_STRING}")
     if any(np.size(w) == 0 for w in weights):
         raise fail(src, graph, f"an empty weight for the {type_} layer; ncnn cannot hold empty tensors")
     name = src.name + suffix

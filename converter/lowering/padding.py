@@ -10,6 +10,7 @@ reflection only reads values inside the kept range.
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from ..symbolic import SHAPE_TERMS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, require_float
 
@@ -25,6 +26,9 @@ def pad(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], node.outputs[0]
     if x.rank is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
+    if SHAPE_TERMS in node.attrs:      # left by resolve_symbolic_extents: not provably a crop
+        raise fail(node, graph, "pads computed at run time from tensor sizes that can be positive; ncnn's "
+                                "Padding takes constant pads only (give the input size with --input-shape)")
     mode = node.attrs["mode"]
     if isinstance(mode, bytes):
         mode = mode.decode()

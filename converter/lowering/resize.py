@@ -17,6 +17,7 @@ change; resizing the batch or channel axes is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from ..ncnn_interp import nearest_sources as ncnn_nearest
 from ..onnx_resize import F32, ResizeMode, Unmodelled
 from ..onnx_resize import axis_matrix as onnx_matrix
 from ..onnx_resize import nearest_sources as onnx_nearest
+from ..symbolic import RESIZE_RELATION, SHAPE_TERMS, Renderer, Term, extent, known_value, refs
+from ..symbolic_shapes import evaluate
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
 from .resize_nearest import fitted_nearest_params
@@ -38,6 +41,11 @@ TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 # unknown extents are checked at these sizes; nearest is cheap, so it also covers long axes
 PROBES = (*range(1, 49), 64, 100, 127, 128, 255)
 NEAREST_PROBES = (*range(1, 65), 100, 127, 128, 255, 256, 320, 640, 1000, 1024, 2048, 4096)
+# a run-time output size that is a formula of the same input extent as the input's: every value up to this
+RELATED_PROBES = (*range(1, 1025), 2048, 4096)
+# a run-time output size unrelated to the input's: every pair of these (small extents, where the edge rules
+# part, and long ones, where float steps drift)
+PAIR_PROBES = (*range(1, 25), 31, 32, 33, 48, 63, 64, 100, 127, 128, 255)
 WH_IDS = {"scale": (1, 2), "size": (3, 4)}
 
 
@@ -48,6 +56,8 @@ class Axis:
     out: int | None
     scale: float | None           # None: sizes were given and the extent is unknown
     touched: bool
+    term: Term | None = None      # a run-time output size (express_shapes), when out is None
+    relation: tuple | None = None  # (input extent, output extent) as terms over the graph inputs' extents
 
 
 @lowers("Resize")
@@ -57,18 +67,23 @@ def resize(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
     if x.shape is None:
         raise fail(node, graph, "the rank of the input is unknown")
-    axes = _targets(graph, node, x.shape)
-    refuse_where_spec_differs(graph, node, mode, axes, by_scales=_input_value(graph, node, 3, "sizes") is None)
+    terms = node.attrs.get(SHAPE_TERMS)
+    by_sizes = terms is not None or _input_value(graph, node, 3, "sizes") is not None
+    axes = _run_time_targets(graph, node, x, terms) if terms is not None else _targets(graph, node, x.shape)
+    refuse_where_spec_differs(graph, node, mode, axes, by_scales=not by_sizes)
     view, wh = _view(graph, node, x, axes)
+    renderer = Renderer(graph, x.name, node)
+    if terms is not None and view not in (2, 3) and any(ax.term is not None for ax in wh if ax is not None):
+        raise fail(node, graph, f"resizes a {len(x.ncnn_shape)}-D blob to sizes known only at run time; "
+                                "ncnn's Interp takes a size expression for 2-D and 3-D blobs only")
     try:
-        params = _choose_params(graph, node, mode, wh)
+        params = _choose_params(graph, node, mode, wh, renderer)
     except ConversionError:
-        products = resize_by_products(graph, node, mode, axes,     # onnxruntime's own matrices
-                                      by_sizes=_input_value(graph, node, 3, "sizes") is not None)
-        if products is None:
+        products = None if terms is not None else resize_by_products(graph, node, mode, axes, by_sizes=by_sizes)
+        if products is None:                                 # onnxruntime's own matrices need known sizes
             raise
         return products
-    return _emit(graph, node, view, params)
+    return _emit(graph, node, view, params, renderer.bottoms)
 
 
 # ---- reading the node ------------------------------------------------------------
@@ -134,6 +149,23 @@ def _targets(graph: Graph, node: Node, shape) -> list[Axis]:
     return axes
 
 
+def _run_time_targets(graph: Graph, node: Node, x, terms: list[Term]) -> list[Axis]:
+    """Per ONNX axis from sizes that are terms (express_shapes): a number where the term is one, else
+    the term, kept for the size expression."""
+    if len(terms) != len(x.shape):
+        raise fail(node, graph, f"{len(terms)} sizes for a rank-{len(x.shape)} input")
+    relation = node.attrs.get(RESIZE_RELATION)
+    relation = relation if relation is not None and len(relation[0]) == len(relation[1]) == len(terms) else None
+    axes = []
+    for i, (size, term) in enumerate(zip(x.shape, terms)):
+        out = known_value(term)
+        scale = F32(out) / F32(size) if size and out is not None else None
+        touched = term != extent(graph, x.name, i) and (size is None or out != size)
+        axes.append(Axis(size, out, scale, touched, None if out is not None else term,
+                         None if relation is None else (relation[0][i], relation[1][i])))
+    return axes
+
+
 def _scaled_axis(size, scale: F32) -> Axis:
     out = None if size is None else int(F32(size) * scale)       # float32 product, as both runtimes
     return Axis(size, out, scale, scale != 1)
@@ -186,19 +218,23 @@ def _view(graph: Graph, node: Node, x, axes: list[Axis]) -> tuple[tuple, list[Ax
 
 # ---- choosing the params ----------------------------------------------------------
 
-def _choose_params(graph: Graph, node: Node, mode: ResizeMode, wh: list[Axis | None]) -> dict:
+def _choose_params(graph: Graph, node: Node, mode: ResizeMode, wh: list[Axis | None], renderer: Renderer) -> dict:
     resize_type = INTERP_TYPE[mode.mode]
-    dynamic = any(ax is not None and ax.size is None for ax in wh)
+    dynamic = any(ax is not None and (ax.size is None or ax.term is not None) for ax in wh)
     if dynamic and mode.transform == "align_corners" and resize_type == 1:
         raise fail(node, graph, "nearest with align_corners depends on the input extent, which is "
                                 "unknown; give it with --input-shape")
     aligns = (1, 0) if mode.transform == "align_corners" else (0, 1)
     reasons = []
-    for style in (("scale", "expr") if dynamic else ("scale", "size")):
+    run_time_out = any(ax is not None and ax.term is not None for ax in wh)      # no scale gives such a size
+    for style in (("expr",) if run_time_out else ("scale", "expr") if dynamic else ("scale", "size")):
         for align in (aligns if resize_type != 1 else (0,)):
             why = _mismatch(mode, resize_type, wh, style, align)
             if why is None:
-                return _params(resize_type, wh, style, align)
+                try:
+                    return _params(resize_type, wh, style, align, renderer)
+                except ValueError as exc:            # more blobs than an expression can name
+                    raise fail(node, graph, str(exc)) from None
             reasons.append(why)
     if resize_type == 1 and not dynamic:
         fitted = fitted_nearest_params(mode, wh)      # another step that picks the same pixels
@@ -214,6 +250,15 @@ def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) ->
     """Why ncnn with these params differs from onnxruntime on some axis, or None."""
     for ax in wh:
         if ax is None or not ax.touched:
+            continue
+        if ax.term is not None:
+            if style == "scale":
+                return "the output size is a run-time size, not a scale of the input's"
+            related = ax.relation is not None and len(set(refs(ax.relation[0]) + refs(ax.relation[1]))) == 1
+            why = _related_mismatch(mode, resize_type, style, align, *ax.relation) if related \
+                else _any_sizes_mismatch(mode, resize_type, style, align, ax.size)
+            if why is not None:
+                return why
             continue
         probes = [ax.size] if ax.size is not None else (NEAREST_PROBES if resize_type == 1 else PROBES)
         for size in probes:
@@ -247,7 +292,36 @@ def _mismatch(mode: ResizeMode, resize_type: int, wh, style: str, align: int) ->
     return None
 
 
-def _params(resize_type: int, wh, style: str, align: int) -> dict:
+@lru_cache(maxsize=None)
+def _any_sizes_mismatch(mode: ResizeMode, resize_type: int, style: str, align: int, size: int | None) -> str | None:
+    """Why ncnn differs from onnxruntime resizing some input extent (`size`, or every probe) to some
+    output extent, both run-time sizes with no known relation: every pair of probes is checked."""
+    for in_size in [size] if size is not None else PAIR_PROBES:
+        for out in PAIR_PROBES:
+            axis = Axis(in_size, out, F32(out) / F32(in_size), True)
+            why = _mismatch(mode, resize_type, [None, axis], style, align)
+            if why is not None:
+                return why
+    return None
+
+
+@lru_cache(maxsize=None)
+def _related_mismatch(mode: ResizeMode, resize_type: int, style: str, align: int, source: Term,
+                      target: Term) -> str | None:
+    """Why ncnn differs from onnxruntime at some value of the one input extent both the input's and the
+    output's extents are formulas of (an FPN resizes a level to the size of the one a stride-2 conv
+    made it from): only the pairs of extents that can meet are checked."""
+    symbol = (refs(source) + refs(target))[0]
+    pairs = {(evaluate(source, {symbol: v}), evaluate(target, {symbol: v})) for v in RELATED_PROBES}
+    for in_size, out in sorted(p for p in pairs if p[0] and p[1] and p[0] > 0 and p[1] > 0):
+        axis = Axis(in_size, out, F32(out) / F32(in_size), True)
+        why = _mismatch(mode, resize_type, [None, axis], style, align)
+        if why is not None:
+            return why
+    return None
+
+
+def _params(resize_type: int, wh, style: str, align: int, renderer: Renderer) -> dict:
     h, w = wh
     params = {0: resize_type}
     if align:
@@ -260,12 +334,14 @@ def _params(resize_type: int, wh, style: str, align: int) -> dict:
         params[3] = h.out if h is not None else 1        # a 2-D blob ignores the height
         params[4] = w.out
     else:
-        terms = [_size_term(w, "w")] + ([_size_term(h, "h")] if h is not None else [])
+        terms = [_size_term(w, "w", renderer)] + ([_size_term(h, "h", renderer)] if h is not None else [])
         params[9] = ",".join(terms)
     return params
 
 
-def _size_term(ax: Axis, name: str) -> str:
+def _size_term(ax: Axis, name: str, renderer: Renderer) -> str:
+    if ax.term is not None:
+        return str(renderer.render(ax.term))
     if not ax.touched:
         return f"0{name}"
     if ax.size is not None or ax.scale is None:
@@ -276,10 +352,11 @@ def _size_term(ax: Axis, name: str) -> str:
 
 # ---- building the layers -----------------------------------------------------------
 
-def _emit(graph: Graph, node: Node, view, params: dict) -> list[Node]:
+def _emit(graph: Graph, node: Node, view, params: dict, bottoms: list[str]) -> list[Node]:
+    """`bottoms`: the input, then the blobs a size expression reads."""
     x, y = node.inputs[0], node.outputs[0]
     if view in (2, 3):
-        return [layer(node, graph, "Interp", [x], [y], params)]
+        return [layer(node, graph, "Interp", bottoms, [y], params)]
     in_shape, out_shape = graph.tensors[x].ncnn_shape, graph.tensors[y].ncnn_shape
     inner = 1 if view == "flat2" else 2
     x_view = new_tensor(graph, f"{x}_view", (None, *in_shape[-inner:]), None)

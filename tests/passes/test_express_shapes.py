@@ -5,6 +5,7 @@ import pytest
 from onnx import helper
 
 from converter import convert
+from converter.ir import ConversionError
 from onnx_cases import assert_one_file_many_sizes, make_model, ncnn_layer_types
 
 I64 = lambda v: np.array(v, np.int64)  # noqa: E731
@@ -99,3 +100,19 @@ def test_unsupported_shape_math_still_asks_for_a_fixed_shape():
     from converter.ir import ConversionError
     with pytest.raises(ConversionError, match="--input-shape x="):
         convert(modulo_model())
+
+
+def test_an_expression_longer_than_ncnn_reads_is_refused():
+    """ncnn's param reader takes string params of at most 255 characters (a longer one fails to load:
+    'too long string', checked with the pip runtime): the Reshape is refused naming the node."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["h0"], axis=0)]
+    for k in range(40):                  # max(max(max(H, 1), 2), ...): nothing folds
+        nodes.append(helper.make_node("Max", [f"h{k}", f"k{k}"], [f"h{k + 1}"]))
+    nodes += [helper.make_node("Unsqueeze", ["h40", "ax"], ["hu"]),
+              helper.make_node("Concat", ["one", "hu", "m1"], ["shape"], axis=0),
+              helper.make_node("Reshape", ["x", "shape"], ["y"], name="long")]
+    inits = [("i", I64(2)), ("ax", I64([0])), ("one", I64([1])), ("m1", I64([-1]))]
+    inits += [(f"k{k}", I64(k + 1)) for k in range(40)]
+    model = make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
+    with pytest.raises(ConversionError, match="Reshape node .long..*expression of [0-9]+ characters.*at most 255"):
+        convert(model)

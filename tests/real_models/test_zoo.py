@@ -71,4 +71,6 @@ def test_manifest_lists_every_file_and_the_zoo_stays_small():
     files = {p.stem for p in ZOO.glob("*.onnx")}
     assert files == set(MANIFEST)
     assert set(EXPECTED_REFUSED) <= files
-    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 18 * 2**20        # two rounds of architectures and the dynamic-seq exports: 17.1 MiB
+    # two rounds of architectures and the dynamic-seq exports: 17.1 MiB; the dynamic H/W CNN, segmentation
+    # and detection exports (scripts/zoo_dynhw.py): 1.9 MiB more, 19 MiB in all
+    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 20 * 2**20
