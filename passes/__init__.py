@@ -15,6 +15,7 @@ from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
+from .expand_small_attention import expand_small_attention
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
@@ -128,6 +129,9 @@ PIPELINE: list[Pass] = [
     # after the bias is folded in (Gemm takes it as C); before fuse_activation, which would fuse
     # an activation into an InnerProduct that Gemm cannot carry
     convert_innerproduct_gemm,
+    # on the final blobs' shapes (static lengths pick the form), after the mask is lowered and before
+    # constants become MemoryData; the Gemms it writes take no activation, like convert_innerproduct_gemm's
+    expand_small_attention,
     materialize_constants,
     eliminate_dead,
     # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are

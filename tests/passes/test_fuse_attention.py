@@ -1,6 +1,8 @@
 """fuse_attention: multi-head attention written out in ONNX ops becomes one ncnn MultiHeadAttention
 where that computes the same numbers (real ncnn against onnxruntime, the interpreter against real
 ncnn), and stays as it was where it would not."""
+import importlib
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -11,6 +13,7 @@ from onnx_cases import ncnn_layer_types as layers
 T, S, C, H = 5, 7, 8, 2
 D = C // H
 RNG = np.random.default_rng(15)
+FORM_CHOICE = importlib.import_module("passes.expand_small_attention")     # (the package exports the pass under its name)
 
 
 def rand(*shape, scale=0.5):
@@ -111,14 +114,28 @@ FIRES = {
 }
 
 
+def assert_one_attention_layer(types, sdpa):
+    """One MultiHeadAttention and no Permute; or one SDPA whose Gemms (one per projected input blob,
+    one for the output) each have the chain's one Permute (heads out of the rows, or back)."""
+    if sdpa:
+        assert types.count("SDPA") == 1 and "MultiHeadAttention" not in types, types
+        assert types.count("Permute") == types.count("Gemm"), types
+    else:
+        assert types.count("MultiHeadAttention") == 1 and "Permute" not in types, types
+
+
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
 @pytest.mark.parametrize("variant", FIRES.values(), ids=FIRES.keys())
-def test_attention_fuses(variant, tmp_path):
+def test_attention_fuses(variant, sdpa, tmp_path, monkeypatch):
+    """Both forms expand_small_attention chooses between, whatever these sizes would pick."""
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     model = attention(**variant)
     converted = check_in_ncnn(model, tmp_path)
     assert converted.stats["attention_fused"] == 1
+    assert converted.stats["attention_as_sdpa"] == int(sdpa)
     types = layers(converted)
-    assert types.count("MultiHeadAttention") == 1
-    assert not {"MatMul", "Softmax", "Permute", "InnerProduct"} & set(types), types
+    assert_one_attention_layer(types, sdpa)
+    assert not {"MatMul", "Softmax", "InnerProduct"} & set(types), types
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
@@ -145,5 +162,5 @@ def test_bundled_encoders_fuse_every_attention_block():
     from onnx_cases import MODELS
     for name, blocks in (("vit_tiny", 2), ("bert_tiny", 2), ("transformer_small", 1)):
         types = layers(convert(str(MODELS / f"{name}.onnx")))
-        assert types.count("MultiHeadAttention") == blocks, name
+        assert types.count("MultiHeadAttention") + types.count("SDPA") == blocks, name
         assert "Softmax" not in types and "MatMul" not in types, name

@@ -1,12 +1,13 @@
 """fuse_attention at run-time sequence lengths: the attention models of test_fuse_attention with T (and
-S) left dynamic fuse into one MultiHeadAttention and one converted file matches onnxruntime at other
-lengths (real ncnn and the interpreter); a mask ncnn's layer would have to broadcast stays unfused."""
+S) left dynamic fuse into one MultiHeadAttention (or its Gemm and SDPA form) and one converted file
+matches onnxruntime at other lengths (real ncnn and the interpreter); a mask ncnn's layer would have
+to broadcast stays unfused."""
 import copy
 
 import numpy as np
 import pytest
 from onnx import numpy_helper
-from test_fuse_attention import S, T, attention
+from test_fuse_attention import FORM_CHOICE, S, T, assert_one_attention_layer, attention
 
 from onnx_cases import assert_one_file_many_sizes
 from onnx_cases import ncnn_layer_types as layers
@@ -40,15 +41,18 @@ FIRES = {
 }
 
 
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
 @pytest.mark.parametrize("variant, sizes, dims", FIRES.values(), ids=FIRES.keys())
-def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, tmp_path):
+def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, sdpa, tmp_path, monkeypatch):
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     model = with_run_time_lengths(attention(**variant))
     assert any(d.dim_param == "T" for d in model.graph.input[0].type.tensor_type.shape.dim)
     converted = assert_one_file_many_sizes(model, tmp_path, sizes, dims=dims)
     assert converted.stats["attention_fused"] == 1
+    assert converted.stats["attention_as_sdpa"] == int(sdpa)
     types = layers(converted)
-    assert types.count("MultiHeadAttention") == 1
-    assert not {"MatMul", "Softmax", "Permute"} & set(types), types
+    assert_one_attention_layer(types, sdpa)
+    assert not {"MatMul", "Softmax"} & set(types), types
 
 
 def test_a_mask_broadcast_along_its_rows_stays_unfused(tmp_path):

@@ -22,8 +22,9 @@ EXPECTED_REFUSED = {
 }
 
 
-# a run-time sequence length keeps the transformer fusions: every zoo text model has 2 layers (5 norms)
-SEQ_FUSIONS = {"MultiHeadAttention": 2, "GELU": 2, "LayerNorm": 5, "MatMul": 0, "Softmax": 0}
+# a run-time sequence length keeps the transformer fusions: every zoo text model has 2 layers (5 norms),
+# each attention one MultiHeadAttention or (narrow embeds, expand_small_attention) one SDPA
+SEQ_FUSIONS = {"attention": 2, "GELU": 2, "LayerNorm": 5, "MatMul": 0, "Softmax": 0}
 
 
 def sizes_checked(name) -> list[dict]:
@@ -53,6 +54,7 @@ def test_zoo_model(name):
     assert not isinstance(converted, Verdict), converted
     if any("seq" in axes.values() for axes in MANIFEST[name].get("dynamic", {}).values()):
         types = collections.Counter(n.op for n in converted.graph.nodes.values())
+        types["attention"] = types["MultiHeadAttention"] + types["SDPA"]
         assert {k: types[k] for k in SEQ_FUSIONS} == SEQ_FUSIONS, f"{name}: {dict(types)}"
     feeds = [draw_feeds(specs(name), seed=0)]
     feeds += [draw_feeds(specs(name, sizes), seed=1 + k) for k, sizes in enumerate(sizes_checked(name))]
