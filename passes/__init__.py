@@ -28,6 +28,7 @@ from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_gelu_tanh import fuse_gelu_tanh
+from .fuse_groupnorm import fuse_groupnorm
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
@@ -89,6 +90,8 @@ PIPELINE: list[Pass] = [
     # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
     fuse_layernorm,
     fuse_rmsnorm,
+    # before merge_batch_into_channels, which would take the InstanceNormalization over a batch
+    fuse_groupnorm,
     fuse_gelu,
     fuse_gelu_tanh,
     # after the GELU/Swish fusions (their x * ... products must not be taken for a scale) and before
