@@ -24,6 +24,7 @@ from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
+from .fuse_channel_shuffle import fuse_channel_shuffle
 from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
@@ -92,6 +93,8 @@ PIPELINE: list[Pass] = [
     fuse_rmsnorm,
     # before merge_batch_into_channels, which would take the InstanceNormalization over a batch
     fuse_groupnorm,
+    # before merge_broadcast_axes and merge_wide_axes, which would merge its 5-D middle into 4 axes
+    fuse_channel_shuffle,
     fuse_gelu,
     fuse_gelu_tanh,
     # after the GELU/Swish fusions (their x * ... products must not be taken for a scale) and before
