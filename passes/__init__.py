@@ -11,8 +11,10 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
+from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
+from .eliminate_noop import eliminate_noop
 from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
 from .expand_small_attention import expand_small_attention
@@ -140,11 +142,17 @@ PIPELINE: list[Pass] = [
     expand_small_attention,
     materialize_constants,
     eliminate_dead,
+    # before fold_reshape_chains (a Flatten after the pixel it gives back folds away) and fuse_activation
+    # (the activations it moves onto the vector then fuse into the InnerProduct)
+    convert_pointwise_conv_innerproduct,
     # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are
     # gone so a Reshape read by one live layer is seen as such
     fold_reshape_chains,
     # after the fold, which may leave a chain's last Reshape as the one to one axis
     convert_flat_reshape,
+    # after both, which leave Noops where a fold changes nothing; before fuse_activation, which then
+    # sees the activation as its producer's reader
+    eliminate_noop,
     # on the layers ncnn will run, before any file could be written
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader
