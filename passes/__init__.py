@@ -21,6 +21,7 @@ from .expand_small_attention import expand_small_attention
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
+from .flatten_matmul_rows import flatten_matmul_rows
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_constants import fold_constants
@@ -125,6 +126,8 @@ PIPELINE: list[Pass] = [
     # int8 tensors that MaxPool/Reshape/Concat... carry between QOperator nodes become float32 holding the
     # same whole numbers; after every pass that asks onnx's shape inference, which would insist on int8
     carry_quantized_as_float,
+    # after every fusion that matches a MatMul (attention projections, scales); right before lowering
+    flatten_matmul_rows,
     lower_onnx,
     # right after lowering: the planned layers still read the dequantized tensor and hold the
     # exact dequantized weight (checked); the Q/DQ layers it bypasses die in eliminate_dead

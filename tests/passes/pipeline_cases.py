@@ -149,8 +149,14 @@ def convert_pointwise_conv_innerproduct() -> onnx.ModelProto:
     return make_model(nodes, [("x", [1, 4, 3, 3])], [("y", None)], [("w", _rand(5, 4, 1, 1))])
 
 
+def flatten_matmul_rows() -> onnx.ModelProto:
+    """A batch of matrices (4, 3, 8) times a constant (8, 5) weight, plus a bias."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    return make_model(nodes, [("x", [4, 3, 8])], [("y", None)], [("w", _rand(8, 5)), ("b", _rand(5))])
+
+
 CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
                                  merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
-                                 convert_pointwise_conv_innerproduct)}
+                                 convert_pointwise_conv_innerproduct, flatten_matmul_rows)}
