@@ -37,6 +37,7 @@ from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_rmsnorm import fuse_rmsnorm
+from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
@@ -106,6 +107,8 @@ PIPELINE: list[Pass] = [
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
+    # after fuse_attention, which takes whole multi-head blocks (projections and all) first
+    fuse_sdpa,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,

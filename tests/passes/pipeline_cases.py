@@ -155,8 +155,18 @@ def flatten_matmul_rows() -> onnx.ModelProto:
     return make_model(nodes, [("x", [4, 3, 8])], [("y", None)], [("w", _rand(8, 5)), ("b", _rand(5))])
 
 
+def fuse_sdpa() -> onnx.ModelProto:
+    """Attention over a batch of 3 (no projections): Softmax(q Transpose(k) / 2) v."""
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Div", ["s", "two"], ["d"]), helper.make_node("Softmax", ["d"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    return make_model(nodes, [("q", [3, 4, 2]), ("k", [3, 5, 2]), ("v", [3, 5, 2])], [("y", None)],
+                      [("two", np.float32(2.0))])
+
+
 CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
                                  merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
-                                 convert_pointwise_conv_innerproduct, flatten_matmul_rows)}
+                                 convert_pointwise_conv_innerproduct, flatten_matmul_rows,
+                                 fuse_sdpa)}
