@@ -7,7 +7,7 @@ where fuse_attention found no whole multi-head block (projections and head layou
 into one layer), e.g. hf_mobilevit's attention over a batch of patch positions and heads (P, H, T, D).
 ncnn's SDPA takes (G, T, D), (G, S, D), (G, S, Dv) blobs: the leading axes are reshaped into G, the
 transpose that wrote k^T writes k (the same perm with its last two axes swapped), and the result is
-reshaped back. The scale (scalar Muls/Divs of the scores) becomes SDPA's. No mask:
+reshaped back. The scale (scalar Muls/Divs of the scores, of q, of k^T) becomes SDPA's. No mask:
 an Add before the Softmax leaves the nodes alone, as do a Softmax over another axis, broadcast
 leading axes, run-time extents, or an intermediate read elsewhere. One walk over the Softmax nodes.
 """
@@ -17,13 +17,26 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 
-from .fuse_attention import _inner, _to_matmul
+from .fuse_attention import _inner, _scale_of, _to_matmul
 from .norm_patterns import sole_reader
 
 
 def _static(graph: Graph, name: str) -> tuple | None:
     t = graph.tensors[name]
     return None if t.shape is None or None in t.shape or t.dtype != np.float32 else tuple(t.shape)
+
+
+def _unscaled(graph: Graph, name: str) -> tuple[str, list[Node], float]:
+    """(the tensor `name` is a scalar-scaled copy of, the scale nodes, their product) (timm scales q
+    and k^T by sqrt(scale) each)."""
+    nodes, factor = [], 1.0
+    while True:
+        node = graph.producer(name)
+        scaled = None if node is None or node.ncnn else _scale_of(graph, node)
+        if scaled is None or graph.tensors[scaled[0]].shape != graph.tensors[name].shape:
+            return name, nodes, factor
+        nodes.append(node)
+        name, factor = scaled[0], factor * scaled[1]
 
 
 def _match(graph: Graph, softmax: Node):
@@ -37,7 +50,8 @@ def _match(graph: Graph, softmax: Node):
     pv = sole_reader(graph, softmax.outputs[0], "MatMul")
     if pv is None or pv.inputs[0] != softmax.outputs[0] or scale == 0:
         return None
-    q, kt = qk.inputs
+    (q, q_scales, q_factor), (kt, k_scales, k_factor) = (_unscaled(graph, n) for n in qk.inputs)
+    scale *= q_factor * k_factor
     transpose = graph.producer(kt)
     if transpose is None or transpose.op != "Transpose" or transpose.ncnn:
         return None
@@ -49,7 +63,7 @@ def _match(graph: Graph, softmax: Node):
     if (len(q_s) != len(kt_s) or kt_s[:-2] != lead or v_s[:-2] != lead or kt_s[-2] != q_s[-1]
             or v_s[-2] != kt_s[-1]):
         return None
-    old = [transpose, *chain, softmax, pv]
+    old = [*q_scales, *k_scales, transpose, *chain, softmax, pv]
     if not _inner(graph, old, pv):
         return None
     return q, transpose, pv, scale, old, shapes

@@ -18,9 +18,15 @@ def attention(lead=(P, H), k_perm=(0, 2, 3, 1), scale_op="Div", mask=False, soft
     n = len(lead)
     k_src = [P, S, H, D] if n == 2 else [1, S, D]
     inits = [("scale", np.float32(np.sqrt(D) if scale_op == "Div" else 1 / np.sqrt(D)))]
-    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=list(k_perm)),
-             helper.make_node("MatMul", ["q", "kt"], ["qk"]),
-             helper.make_node(scale_op, ["qk", "scale"], ["scores"])]
+    if scale_op == "split":     # timm: q and k^T scaled by D ** -0.25 each
+        inits = [("scale", np.float32(D ** -0.25))]
+        nodes = [helper.make_node("Transpose", ["k"], ["kt0"], perm=list(k_perm)),
+                 helper.make_node("Mul", ["kt0", "scale"], ["kt"]), helper.make_node("Mul", ["q", "scale"], ["qs"]),
+                 helper.make_node("MatMul", ["qs", "kt"], ["scores"])]
+    else:
+        nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=list(k_perm)),
+                 helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+                 helper.make_node(scale_op, ["qk", "scale"], ["scores"])]
     if mask:
         nodes.append(helper.make_node("Add", ["scores", "mask"], ["masked"]))
         inits.append(("mask", np.random.default_rng(1).uniform(-1, 0, (T, S)).astype(np.float32)))
@@ -34,6 +40,7 @@ def attention(lead=(P, H), k_perm=(0, 2, 3, 1), scale_op="Div", mask=False, soft
 FIRES = {
     "patches and heads (P, H, T, D)": {},
     "scale as Mul": {"scale_op": "Mul"},
+    "scale split between q and k^T": {"scale_op": "split"},
     "one leading axis": {"lead": (1,), "k_perm": (0, 2, 1)},
 }
 
