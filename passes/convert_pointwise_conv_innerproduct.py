@@ -9,8 +9,8 @@ whose input is a Reshape of a (C) blob is turned: the InnerProduct reads the vec
 dies when nothing else reads it), and a Reshape gives its (N) result back the (N, 1, 1) shape, after
 the activations that alone read it (they run on the vector), which the next such Convolution skips
 in turn. Where the pixel comes otherwise (a keepdims ReduceMean) the Reshape would be one more
-layer: efficientnet_b0 ran 1.027x slower so, mobilenetv3_small 0.987x with a pooled vector. int8, dynamic-weight, padded, strided or dilated Convolutions
-stay. One walk.
+layer: efficientnet_b0 ran 1.027x slower so, mobilenetv3_small 0.987x with a pooled vector. int8,
+dynamic-weight, padded, strided or dilated Convolutions stay. One walk.
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ RNG = np.random.default_rng(3)
 
 def squeeze_excite(pool="GlobalAveragePool", act="Relu", pads=(0, 0, 0, 0), head=False, pooled_hw=1):
     """y = x * Sigmoid(Conv(act(Conv(pool(x))))), or with `head` y = Gemm(Flatten(act(Conv(pool(x)))))."""
-    inits = [("w1", RNG.uniform(-1, 1, (R, C, 1, 1)).astype(np.float32)), ("b1", RNG.uniform(-1, 1, R).astype(np.float32)),
-             ("w2", RNG.uniform(-1, 1, (C, R, 1, 1)).astype(np.float32)), ("b2", RNG.uniform(-1, 1, C).astype(np.float32))]
+    rand = lambda *shape: RNG.uniform(-1, 1, shape).astype(np.float32)     # noqa: E731
+    inits = [("w1", rand(R, C, 1, 1)), ("b1", rand(R)), ("w2", rand(C, R, 1, 1)), ("b2", rand(C))]
     if pool == "GlobalAveragePool":
         nodes = [helper.make_node("GlobalAveragePool", ["x"], ["p"])]
     elif pool == "ReduceMean":

@@ -32,7 +32,7 @@ def self_attention(t, embed, heads, length="fixed"):
     def heads_of(x, perm):
         return op("Transpose", op("Reshape", x, const(np.array([1, -1, heads, d]))), perm=perm)
 
-    q, k, v = heads_of(linear("x"), [0, 2, 1, 3]), heads_of(linear("x"), [0, 2, 3, 1]), heads_of(linear("x"), [0, 2, 1, 3])
+    q, k, v = (heads_of(linear("x"), perm) for perm in ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3]))
     scores = op("Div", op("MatMul", q, k), const(np.float32(np.sqrt(d))))
     context = op("MatMul", op("Softmax", scores, axis=-1), v)
     merged = op("Reshape", op("Transpose", context, perm=[0, 2, 1, 3]), const(np.array([1, -1, embed])))

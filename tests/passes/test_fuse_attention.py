@@ -13,7 +13,8 @@ from onnx_cases import ncnn_layer_types as layers
 T, S, C, H = 5, 7, 8, 2
 D = C // H
 RNG = np.random.default_rng(15)
-FORM_CHOICE = importlib.import_module("passes.expand_small_attention")     # (the package exports the pass under its name)
+# the module (the package exports the pass under the module's name)
+FORM_CHOICE = importlib.import_module("passes.expand_small_attention")
 
 
 def rand(*shape, scale=0.5):
