@@ -11,28 +11,35 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
+from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .convert_window_gathers import convert_window_gathers
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity_qdq import eliminate_identity_qdq
+from .eliminate_noop import eliminate_noop
 from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
+from .expand_small_attention import expand_small_attention
 from .express_shapes import express_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
+from .flatten_matmul_rows import flatten_matmul_rows
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
+from .fuse_channel_shuffle import fuse_channel_shuffle
 from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
 from .fuse_gelu import fuse_gelu
 from .fuse_gelu_tanh import fuse_gelu_tanh
+from .fuse_groupnorm import fuse_groupnorm
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_rmsnorm import fuse_rmsnorm
+from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
@@ -98,6 +105,10 @@ PIPELINE: list[Pass] = [
     # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
     fuse_layernorm,
     fuse_rmsnorm,
+    # before merge_batch_into_channels, which would take the InstanceNormalization over a batch
+    fuse_groupnorm,
+    # before merge_broadcast_axes and merge_wide_axes, which would merge its 5-D middle into 4 axes
+    fuse_channel_shuffle,
     fuse_gelu,
     fuse_gelu_tanh,
     # after the GELU/Swish fusions (their x * ... products must not be taken for a scale) and before
@@ -106,6 +117,8 @@ PIPELINE: list[Pass] = [
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
+    # after fuse_attention, which takes whole multi-head blocks (projections and all) first
+    fuse_sdpa,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
     convert_batched_conv1d,
@@ -131,6 +144,8 @@ PIPELINE: list[Pass] = [
     # int8 tensors that MaxPool/Reshape/Concat... carry between QOperator nodes become float32 holding the
     # same whole numbers; after every pass that asks onnx's shape inference, which would insist on int8
     carry_quantized_as_float,
+    # after every fusion that matches a MatMul (attention projections, scales); right before lowering
+    flatten_matmul_rows,
     lower_onnx,
     # right after lowering: the planned layers still read the dequantized tensor and hold the
     # exact dequantized weight (checked); the Q/DQ layers it bypasses die in eliminate_dead
@@ -143,13 +158,22 @@ PIPELINE: list[Pass] = [
     # after the bias is folded in (Gemm takes it as C); before fuse_activation, which would fuse
     # an activation into an InnerProduct that Gemm cannot carry
     convert_innerproduct_gemm,
+    # on the final blobs' shapes (static lengths pick the form), after the mask is lowered and before
+    # constants become MemoryData; the Gemms it writes take no activation, like convert_innerproduct_gemm's
+    expand_small_attention,
     materialize_constants,
     eliminate_dead,
+    # before fold_reshape_chains (a Flatten after the pixel it gives back folds away) and fuse_activation
+    # (the activations it moves onto the vector then fuse into the InnerProduct)
+    convert_pointwise_conv_innerproduct,
     # on the final layers (lowering and fix_broadcast both write Reshapes), after dead readers are
     # gone so a Reshape read by one live layer is seen as such
     fold_reshape_chains,
     # after the fold, which may leave a chain's last Reshape as the one to one axis
     convert_flat_reshape,
+    # after both, which leave Noops where a fold changes nothing; before fuse_activation, which then
+    # sees the activation as its producer's reader
+    eliminate_noop,
     # on the layers ncnn will run, before any file could be written
     refuse_empty_blobs,
     # after dead readers are gone, so an activation is more often its producer's only reader

@@ -1,4 +1,5 @@
-"""Fold a Reshape of a Reshape (or of a one-input Noop) into one Reshape from the first one's input.
+"""Fold a Reshape of a Reshape (or of a one-input Noop or Flatten) into one Reshape from the first one's
+input. A Flatten is a Reshape to one axis (0=-1) here, as R2 and as R1.
 
 A Reshape keeps the values in row-major order, so R2(R1(x)) is R2(x) whenever R2's target does
 not depend on R1's output: R2 holds no expression (6=) and no batch-axis form (12=/13=), and its
@@ -14,14 +15,14 @@ merge write chains of them (a batch-merged CNN head: pooled -> per-channel view 
 from __future__ import annotations
 
 from converter.ir import Graph, Node
-from converter.ncnn_axes import AXIS_NAMES, COPY, SHAPE_PARAM_ID
+from converter.ncnn_axes import AXIS_NAMES, COPY, INFER, SHAPE_PARAM_ID
 
 NO_BATCH_AXIS = 233
 
 
 def _moves_values_only(graph: Graph, node: Node) -> bool:
     """A one-input layer that passes its input's values on in the same order (a foldable R1)."""
-    return (node.ncnn and node.op in ("Reshape", "Noop") and len(node.inputs) == 1 and len(node.outputs) == 1
+    return (node.ncnn and node.op in ("Reshape", "Noop", "Flatten") and len(node.inputs) == 1 and len(node.outputs) == 1
             and node.outputs[0] not in graph.outputs and graph.use_count(node.outputs[0]) == 1)
 
 
@@ -49,11 +50,13 @@ def _self_contained(graph: Graph, node: Node) -> dict | None:
 def fold_reshape_chains(graph: Graph) -> dict:
     folded = 0
     for node in graph.topological():
-        if not node.ncnn or node.op != "Reshape" or len(node.inputs) != 1:
+        if not node.ncnn or node.op not in ("Reshape", "Flatten") or len(node.inputs) != 1:
             continue
         producer = graph.producer(node.inputs[0])
         if producer is None or not _moves_values_only(graph, producer):
             continue
+        if node.op == "Flatten":
+            node.op, node.params = "Reshape", {SHAPE_PARAM_ID["w"]: INFER}
         params = _self_contained(graph, node)
         if params is None:
             continue

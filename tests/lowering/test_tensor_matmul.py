@@ -36,8 +36,13 @@ def test_constant_2d_right_side_is_innerproduct(a_shape, b_shape, layer, tmp_pat
     assert layer_types(converted) == [layer]
 
 
+def test_constant_2d_right_side_of_a_3d_blob_is_one_gemm_over_the_rows(tmp_path):
+    """passes/flatten_matmul_rows.py: (2, 5) rows by a (4, 3) weight as one Gemm between Reshapes."""
+    converted = check_in_ncnn(matmul_model([1, 2, 5, 4], [4, 3], True), tmp_path)
+    assert sorted(layer_types(converted)) == ["Gemm", "Reshape", "Reshape"]
+
+
 @pytest.mark.parametrize("a_shape,b_shape", [
-    ([1, 2, 5, 4], [4, 3]),          # 3-D ncnn left side: MatMul with a MemoryData right side
     ([1, 5, 4], [2, 4, 3]),          # the constant's batch dim broadcasts the output
     ([1, 5, 4], [1, 4, 3]),          # the constant's extent-1 dim is the output's batch axis: dropped
     ([1, 2, 5, 4], [2, 1, 4, 3]),

@@ -122,7 +122,51 @@ def expand_dynamic_quantization() -> onnx.ModelProto:
     return dynamic_model()
 
 
+def fuse_groupnorm() -> onnx.ModelProto:
+    """TorchScript's GroupNorm: Reshape (N, G, -1) -> InstanceNormalization -> Reshape back -> Mul -> Add."""
+    nodes = [helper.make_node("Reshape", ["x", "groups"], ["r"]),
+             helper.make_node("InstanceNormalization", ["r", "s", "b"], ["n"]),
+             helper.make_node("Reshape", ["n", "back"], ["y0"]),
+             helper.make_node("Mul", ["y0", "gamma"], ["y1"]), helper.make_node("Add", ["y1", "beta"], ["y"])]
+    return make_model(nodes, [("x", [1, 4, 3, 3])], [("y", None)],
+                      [("groups", np.array([1, 2, -1], np.int64)), ("back", np.array([1, 4, 3, 3], np.int64)),
+                       ("s", _rand(2)), ("b", _rand(2)), ("gamma", _rand(4, 1, 1)), ("beta", _rand(4, 1, 1))])
+
+
+def fuse_channel_shuffle() -> onnx.ModelProto:
+    """ShuffleNet's channel shuffle: Reshape (1, G, C/G, H, W) -> Transpose (0, 2, 1, 3, 4) -> Reshape back."""
+    nodes = [helper.make_node("Reshape", ["x", "split"], ["s"]),
+             helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t", "back"], ["y"])]
+    return make_model(nodes, [("x", [1, 4, 3, 3])], [("y", None)],
+                      [("split", np.array([1, 2, 2, 3, 3], np.int64)), ("back", np.array([1, 4, 3, 3], np.int64))])
+
+
+def convert_pointwise_conv_innerproduct() -> onnx.ModelProto:
+    """A classifier head: GlobalAveragePool -> 1x1 Conv -> Flatten."""
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["p"]), helper.make_node("Conv", ["p", "w"], ["c"]),
+             helper.make_node("Flatten", ["c"], ["y"])]
+    return make_model(nodes, [("x", [1, 4, 3, 3])], [("y", None)], [("w", _rand(5, 4, 1, 1))])
+
+
+def flatten_matmul_rows() -> onnx.ModelProto:
+    """A batch of matrices (4, 3, 8) times a constant (8, 5) weight, plus a bias."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    return make_model(nodes, [("x", [4, 3, 8])], [("y", None)], [("w", _rand(8, 5)), ("b", _rand(5))])
+
+
+def fuse_sdpa() -> onnx.ModelProto:
+    """Attention over a batch of 3 (no projections): Softmax(q Transpose(k) / 2) v."""
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Div", ["s", "two"], ["d"]), helper.make_node("Softmax", ["d"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    return make_model(nodes, [("q", [3, 4, 2]), ("k", [3, 5, 2]), ("v", [3, 5, 2])], [("y", None)],
+                      [("two", np.float32(2.0))])
+
+
 CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
-                                 merge_broadcast_axes, fold_scale_into_matmul)}
+                                 merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
+                                 convert_pointwise_conv_innerproduct, flatten_matmul_rows,
+                                 fuse_sdpa)}

@@ -48,3 +48,14 @@ def test_run_time_extents(tmp_path):
     converted = assert_one_file_many_sizes(chain([1, "T", 8], [[1, -1, 2, 4], [1, -1]]), tmp_path,
                                            [(3,), (5,)], dims=("T",))
     assert converted.stats["reshapes_folded"] == 1 and layers(converted) == ["Input", "Flatten", "ReLU"]
+
+
+def test_a_flatten_after_a_reshape_folds(tmp_path):
+    """A Flatten is a Reshape to one axis: x -> Reshape -> Flatten is one layer from x."""
+    model = chain([1, 2, 3, 4], [[1, 6, 4]])
+    model.graph.node.insert(1, helper.make_node("Flatten", ["r0"], ["f"], axis=1))
+    model.graph.node[2].input[0] = "f"
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["reshapes_folded"] == 1
+    assert layers(converted) == ["Input", "Flatten", "ReLU"]
+    check_interpreter_matches_ncnn(converted, model, tmp_path)

@@ -1,6 +1,8 @@
 """fuse_attention: multi-head attention written out in ONNX ops becomes one ncnn MultiHeadAttention
 where that computes the same numbers (real ncnn against onnxruntime, the interpreter against real
 ncnn), and stays as it was where it would not."""
+import importlib
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -11,6 +13,8 @@ from onnx_cases import ncnn_layer_types as layers
 T, S, C, H = 5, 7, 8, 2
 D = C // H
 RNG = np.random.default_rng(15)
+# the module (the package exports the pass under the module's name)
+FORM_CHOICE = importlib.import_module("passes.expand_small_attention")
 
 
 def rand(*shape, scale=0.5):
@@ -152,16 +156,31 @@ FIRES = {
 }
 
 
+def assert_one_attention_layer(types, sdpa, extra_permutes=0):
+    """One MultiHeadAttention and no Permute; or one SDPA whose Gemms (one per projected input blob,
+    one for the output) each have the chain's one Permute (heads out of the rows, or back); plus
+    `extra_permutes` of the model's own."""
+    if sdpa:
+        assert types.count("SDPA") == 1 and "MultiHeadAttention" not in types, types
+        assert types.count("Permute") == types.count("Gemm") + extra_permutes, types
+    else:
+        assert types.count("MultiHeadAttention") == 1, types
+        assert types.count("Permute") == extra_permutes, types
+
+
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
 @pytest.mark.parametrize("variant", FIRES.values(), ids=FIRES.keys())
-def test_attention_fuses(variant, tmp_path):
+def test_attention_fuses(variant, sdpa, tmp_path, monkeypatch):
+    """Both forms expand_small_attention chooses between, whatever these sizes would pick."""
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     model = attention(**variant)
     converted = check_in_ncnn(model, tmp_path)
     assert converted.stats["attention_fused"] == 1
+    assert converted.stats["attention_as_sdpa"] == int(sdpa)
     types = layers(converted)
-    assert types.count("MultiHeadAttention") == 1
     # sequence-first: (T, 1, C) back to (1, T, C) after the layer stays a Permute
+    assert_one_attention_layer(types, sdpa, variant.get("seq_first", 0))
     assert not {"MatMul", "Softmax", "InnerProduct"} & set(types), types
-    assert types.count("Permute") == variant.get("seq_first", 0), types
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
@@ -191,5 +210,5 @@ def test_bundled_encoders_fuse_every_attention_block():
     from onnx_cases import MODELS
     for name, blocks in (("vit_tiny", 2), ("bert_tiny", 2), ("transformer_small", 1)):
         types = layers(convert(str(MODELS / f"{name}.onnx")))
-        assert types.count("MultiHeadAttention") == blocks, name
+        assert types.count("MultiHeadAttention") + types.count("SDPA") == blocks, name
         assert "Softmax" not in types and "MatMul" not in types, name

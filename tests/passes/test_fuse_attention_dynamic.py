@@ -1,13 +1,13 @@
 """fuse_attention at run-time sequence lengths: the attention models of test_fuse_attention with T (and
-S) left dynamic fuse into one MultiHeadAttention and one converted file matches onnxruntime at other
-lengths (real ncnn and the interpreter); a padding mask of one row is filled to every query at run time,
-a mask broadcast along its columns stays unfused."""
+S) left dynamic fuse into one MultiHeadAttention (or its Gemm and SDPA form) and one converted file
+matches onnxruntime at other lengths (real ncnn and the interpreter); a padding mask of one row is
+filled to every query at run time, a mask broadcast along its columns stays unfused."""
 import copy
 
 import numpy as np
 import pytest
 from onnx import helper, numpy_helper
-from test_fuse_attention import C, D, S, T, Builder, attention, rand
+from test_fuse_attention import C, D, FORM_CHOICE, S, T, Builder, assert_one_attention_layer, attention, rand
 
 from onnx_cases import assert_one_file_many_sizes, make_model
 from onnx_cases import ncnn_layer_types as layers
@@ -43,16 +43,18 @@ FIRES = {
 }
 
 
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
 @pytest.mark.parametrize("variant, sizes, dims", FIRES.values(), ids=FIRES.keys())
-def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, tmp_path):
+def test_attention_fuses_at_run_time_lengths(variant, sizes, dims, sdpa, tmp_path, monkeypatch):
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     model = with_run_time_lengths(attention(**variant))
     assert any(d.dim_param == "T" for d in model.graph.input[0].type.tensor_type.shape.dim)
     converted = assert_one_file_many_sizes(model, tmp_path, sizes, dims=dims)
     assert converted.stats["attention_fused"] == 1
+    assert converted.stats["attention_as_sdpa"] == int(sdpa)
     types = layers(converted)
-    assert types.count("MultiHeadAttention") == 1
+    assert_one_attention_layer(types, sdpa, variant.get("seq_first", 0))     # (T, 1, C) back to (1, T, C)
     assert not {"MatMul", "Softmax"} & set(types), types
-    assert types.count("Permute") == variant.get("seq_first", 0), types     # (T, 1, C) back to (1, T, C)
 
 
 ROW_MASKS = {
@@ -65,18 +67,20 @@ ROW_MASKS = {
 }
 
 
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
 @pytest.mark.parametrize("variant, sizes, dims", ROW_MASKS.values(), ids=ROW_MASKS.keys())
-def test_a_mask_of_one_row_is_filled_to_every_query(variant, sizes, dims, tmp_path):
+def test_a_mask_of_one_row_is_filled_to_every_query(variant, sizes, dims, sdpa, tmp_path, monkeypatch):
     """ncnn's layer reads one mask row per query: the one row plus zeros (T, S) made at run time."""
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     converted = assert_one_file_many_sizes(with_run_time_lengths(attention(**variant)), tmp_path, sizes, dims=dims)
     assert converted.stats["attention_fused"] == 1
     types = layers(converted)
-    assert types.count("MultiHeadAttention") == 1 and types.count("Interp") == 1, types
-    assert not {"MatMul", "Softmax", "Permute"} & set(types), types
+    assert_one_attention_layer(types, sdpa)
+    assert types.count("Interp") == 1 and not {"MatMul", "Softmax"} & set(types), types
     # one row copied to every head is filled once for all heads: (T, S), not (H, T, S) after a Tile
-    mask = next(n for n in converted.graph.nodes.values() if n.op == "MultiHeadAttention").inputs[-1]
+    layer = next(n for n in converted.graph.nodes.values() if n.op in ("MultiHeadAttention", "SDPA"))
     per_head = variant["mask"] in ("interleaved", (1, 2, 1, T))
-    assert len(converted.graph.tensors[mask].ncnn_shape) == (3 if per_head else 2)
+    assert len(converted.graph.tensors[layer.inputs[-1]].ncnn_shape) == (3 if per_head else 2)
     assert ("Tile" in types) == (variant["mask"] == "interleaved"), types
 
 
@@ -107,9 +111,11 @@ def two_blocks_one_padding_mask():
                       [("y_self", [1, S, C]), ("y_cross", [1, T, C])], b.inits)
 
 
-def test_one_padding_mask_is_filled_for_each_number_of_queries(tmp_path):
+@pytest.mark.parametrize("sdpa", [False, True], ids=["one layer", "Gemm and SDPA"])
+def test_one_padding_mask_is_filled_for_each_number_of_queries(tmp_path, monkeypatch, sdpa):
     """The cross-attention's queries outnumber the keys at (9, 4): a mask filled to (S, S) would be read
     past its rows."""
+    monkeypatch.setattr(FORM_CHOICE, "prefers_sdpa", lambda rows, embed: sdpa)
     model = with_run_time_lengths(two_blocks_one_padding_mask())
     converted = assert_one_file_many_sizes(model, tmp_path, [(9, 4), (3, 6)], dims=("T", "S"))
     assert converted.stats["attention_fused"] == 2

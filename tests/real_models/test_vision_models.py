@@ -89,7 +89,9 @@ def test_ppocrv4_det_every_blob_through_verify():
     from scripts.fetch_models import fetch
     feeds = text_image({"x": [1, 3, 96, 128]}, seed=0)
     report = verify(fetch("ppocrv4_det"), inputs=feeds, input_shapes={"x": [1, 3, 96, 128]}, backend="both")
-    assert report.passed and len(report.layers) > 300
+    # 135 blobs in each backend (165 before its SE blocks' 1x1 Convolutions became InnerProducts on the
+    # pooled vectors and the Noops went)
+    assert report.passed and len(report.layers) > 250
     assert_every_blob_within_tolerance(report)
 
 

@@ -20,8 +20,15 @@ MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 EXPECTED_REFUSED: dict[str, str] = {}
 
 
-# a run-time sequence length keeps the transformer fusions the same model exported at a fixed length gets
-FUSED = ("MultiHeadAttention", "GELU", "LayerNorm", "RMSNorm", "Swish", "MatMul", "Softmax")
+# a run-time sequence length keeps the transformer fusions the same model exported at a fixed length gets;
+# each attention is one MultiHeadAttention or (narrow embeds, expand_small_attention) one SDPA
+FUSED = ("attention", "GELU", "LayerNorm", "RMSNorm", "Swish", "MatMul", "Softmax")
+
+
+def _layer_counts(converted) -> collections.Counter:
+    types = collections.Counter(n.op for n in converted.graph.nodes.values())
+    types["attention"] = types["MultiHeadAttention"] + types["SDPA"]
+    return types
 
 
 def sizes_checked(name) -> list[dict]:
@@ -51,8 +58,7 @@ def test_zoo_model(name):
     assert not isinstance(converted, Verdict), converted
     if any("seq" in axes.values() for axes in MANIFEST[name].get("dynamic", {}).values()):
         static = name.replace("_dyn_", "_")         # bert_mask_dyn_ts: bert_mask_ts
-        types, fixed = (collections.Counter(n.op for n in c.graph.nodes.values())
-                        for c in (converted, convert_or_verdict(onnx.load(str(ZOO / f"{static}.onnx")))))
+        types, fixed = (_layer_counts(c) for c in (converted, convert_or_verdict(onnx.load(str(ZOO / f"{static}.onnx")))))
         assert {k: types[k] for k in FUSED} == {k: fixed[k] for k in FUSED}, f"{name}: {dict(types)}"
     feeds = [draw_feeds(specs(name), seed=0)]
     feeds += [draw_feeds(specs(name, sizes), seed=1 + k) for k, sizes in enumerate(sizes_checked(name))]
