@@ -89,7 +89,7 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         lo, hi = float(clip.params.get(0, -np.inf)), float(clip.params.get(1, np.inf))
         if chain is None or clip.outputs[0] in graph.outputs or not (float(lo).is_integer() and float(hi).is_integer()):
             continue
-        _, mul, r = chain
+        rnd, mul, r = chain
         producer = graph.producer(mul.inputs[0])
         if producer is None:
             continue
@@ -102,8 +102,11 @@ def narrow_quantize_clips(graph: Graph) -> dict:
             narrowed += 1
         else:
             continue
-        graph.replace_all_uses(clip.outputs[0], clip.inputs[0])
+        # the round writes the Clip's tensor (the same values): an ONNX quantized tensor keeps its name,
+        # which verify feeds and compares by
         graph.remove_node(clip)
+        graph.remove_node(rnd)
+        graph.add_node(replace(rnd, outputs=list(clip.outputs)))
     if dropped or narrowed:
         graph.remove_unused_tensors()
     return {"quantize_clips_dropped": dropped, "quantize_clips_narrowed": narrowed}
