@@ -11,19 +11,11 @@ import onnx
 from onnx import numpy_helper
 
 from .ir import ConversionError
+from .quantized_values import dequantize_linear
 
 MS_DOMAIN = "com.microsoft"
 QDQ = ("QuantizeLinear", "DequantizeLinear")
 EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
-
-
-def _dequantized(q: np.ndarray, scale: np.ndarray, zero: np.ndarray | None, axis: int) -> np.ndarray:
-    shape = [1] * q.ndim
-    if scale.size > 1:
-        shape[axis % q.ndim] = -1
-    zero = np.zeros(()) if zero is None else zero.astype(np.float64).reshape(shape if zero.size > 1 else ())
-    return ((q.astype(np.float64) - zero) * scale.astype(np.float64).reshape(shape if scale.size > 1 else ())
-            ).astype(np.float32)
 
 
 def standardize_contrib_qdq(proto: onnx.ModelProto) -> None:
@@ -46,7 +38,7 @@ def standardize_contrib_qdq(proto: onnx.ModelProto) -> None:
             kept.append(node)
         elif node.op_type == "DequantizeLinear" and 0 in value and 1 in value:
             axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
-            folded = _dequantized(value[0], value[1], value.get(2), axis)
+            folded = dequantize_linear(value[0], value[1], value.get(2), axis=axis)[0]
             g.initializer.append(numpy_helper.from_array(folded, node.output[0]))
         else:
             raise ConversionError(f"{node.op_type} '{node.name}' (com.microsoft) of {data_type} on a run-time "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
+from ..quantized_values import blocked_per_element
 from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, unary_chain
@@ -31,12 +32,16 @@ def _per_axis(graph: Graph, node: Node, slot: int, what: str, default_dtype) -> 
     value = optional_constant(graph, node, slot, what)
     if value is None:
         return np.zeros((), default_dtype)
-    if node.attrs.get("block_size", 0):
-        raise fail(node, graph, "blocked quantization (block_size) is not supported")
-    if value.size == 1:
-        return value.reshape(())
     rank = graph.tensors[node.inputs[0]].rank
     axis = int(node.attrs.get("axis", 1)) % rank
+    block = int(node.attrs.get("block_size", 0))
+    if block:        # one value per block of `block` elements along the axis: spread to every element
+        shape = graph.tensors[node.inputs[0]].shape
+        if shape is None or any(not isinstance(d, int) for d in shape):
+            raise fail(node, graph, "blocked quantization (block_size) needs the input's static shape")
+        return blocked_per_element(value, tuple(shape), axis, block)
+    if value.size == 1:
+        return value.reshape(())
     return value.reshape([-1 if k == axis else 1 for k in range(rank)])
 
 
