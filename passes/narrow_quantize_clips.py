@@ -44,12 +44,18 @@ def _rounded(x, r: float) -> float:
         return float(np.round(F32(x) * F32(r)))      # float32 product, ties to even, as ncnn computes it
 
 
-def _bound(q: float, r: float) -> float:
-    """A float32 x with round(x * r) == q exactly (q a whole number, r > 0)."""
-    x = F32(q / r)
-    while _rounded(x, r) != q:
+def _bound(q: float, r: float) -> float | None:
+    """A float32 x with round(x * r) == q exactly (q a whole number, r > 0): a few ulps from q / r, or
+    None (q / r beyond float32, as for a mask's -3.4e38 quantized with a scale to match)."""
+    with np.errstate(over="ignore"):
+        x = F32(q / r)
+    for _ in range(64):
+        if not np.isfinite(x):
+            return None
+        if _rounded(x, r) == q:
+            return float(x)
         x = np.nextafter(x, F32(np.inf) if _rounded(x, r) < q else F32(-np.inf))
-    return float(x)
+    return None
 
 
 def _value_range(node: Node) -> tuple[float, float] | None:
@@ -97,6 +103,7 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         if bounds is not None and _rounded(bounds[0], r) >= lo and _rounded(bounds[1], r) <= hi:
             dropped += 1
         elif (graph.use_count(producer.outputs[0]) == 1 and producer.outputs[0] not in graph.outputs
+              and None not in (_bound(lo, r), _bound(hi, r))
               and _narrow(graph, producer, _bound(lo, r), _bound(hi, r))):
             _rename_output(graph, producer)
             narrowed += 1
