@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -83,6 +84,11 @@ CONFIGS = {
     "dynamic_per_channel": {"form": "dynamic", "per_channel": True, "reduce_range": True},
 }
 CALIBRATION_INPUTS = 3
+CELL_SECONDS = 600
+
+
+def _timeout(signum, frame):
+    raise TimeoutError
 
 
 def options(name: str) -> dict:
@@ -207,6 +213,7 @@ def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[s
 
 
 def run(models: list[str], configs: list[str]) -> list[tuple[str, str, str, str]]:
+    signal.signal(signal.SIGALRM, _timeout)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
@@ -234,7 +241,13 @@ def run(models: list[str], configs: list[str]) -> list[tuple[str, str, str, str]
                     rows.append((model, config, "skipped", f"onnxruntime cannot run it: {first_line(exc)}"))
                     print(*rows[-1], sep="\t", flush=True)
                     continue
-                status, detail = judge(target, feeds, spec, opts["form"])
+                signal.alarm(CELL_SECONDS)          # a conversion that hangs is a crash, not the end of the sweep
+                try:
+                    status, detail = judge(target, feeds, spec, opts["form"])
+                except TimeoutError:
+                    status, detail = "crash", f"no verdict within {CELL_SECONDS} s (a hang)"
+                finally:
+                    signal.alarm(0)
                 rows.append((model, config, status, detail))
                 print(*rows[-1], sep="\t", flush=True)
     return rows
