@@ -32,16 +32,16 @@ def _per_axis(graph: Graph, node: Node, slot: int, what: str, default_dtype) -> 
     value = optional_constant(graph, node, slot, what)
     if value is None:
         return np.zeros((), default_dtype)
-    rank = graph.tensors[node.inputs[0]].rank
-    axis = int(node.attrs.get("axis", 1)) % rank
     block = int(node.attrs.get("block_size", 0))
     if block:        # one value per block of `block` elements along the axis: spread to every element
         shape = graph.tensors[node.inputs[0]].shape
-        if shape is None or any(not isinstance(d, int) for d in shape):
+        if shape is None or not shape or any(not isinstance(d, int) for d in shape):
             raise fail(node, graph, "blocked quantization (block_size) needs the input's static shape")
-        return blocked_per_element(value, tuple(shape), axis, block)
+        return blocked_per_element(value, tuple(shape), int(node.attrs.get("axis", 1)), block)
     if value.size == 1:
         return value.reshape(())
+    rank = graph.tensors[node.inputs[0]].rank
+    axis = int(node.attrs.get("axis", 1)) % rank
     return value.reshape([-1 if k == axis else 1 for k in range(rank)])
 
 
@@ -128,6 +128,10 @@ def quantize_linear(graph: Graph, node: Node) -> list[Node]:
 def dequantize_linear(graph: Graph, node: Node) -> list[Node]:
     scale = _per_axis(graph, node, 1, "the scale (input 1)", np.float32)
     zero = _per_axis(graph, node, 2, "the zero point (input 2)", np.uint8)
+    quantized = graph.tensors[node.inputs[0]].dtype
+    for dtype in (zero.dtype, quantized):
+        if dtype is not None and dtype.kind not in "iuf":       # float8, int4 (numpy kind V)
+            raise fail(node, graph, f"quantized type {dtype} is not supported (int8, uint8, int16, uint16)")
     nodes: list[Node] = []
     x = node.inputs[0]
     if np.any(zero != 0):
