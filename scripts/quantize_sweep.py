@@ -4,15 +4,15 @@ converts and matches onnxruntime in the real ncnn and the interpreter, or is ref
     python -m scripts.quantize_sweep [--models a,b] [--configs c,d] [--real]
 
 Prints one row per (model, options): pass / refused(reason) / wrong(what) / crash(what), or drift: every
-layer within one step of its quantizer but the steps added up end to end beyond onnxruntime's own
-deviation (an input beyond the calibrated range, which ncnn clamps at -127 where ONNX takes -128, or a
-.5 tie, which ncnn rounds away from zero, moves one step and later layers carry it).
+layer within one step of its quantizer but end to end beyond both yardsticks below.
 The judge is the one the tests use for quantized models:
 - per layer (converter.verify on a quantized model): each layer on onnxruntime's values of its inputs
   lands within one step of its quantizer (converter/quantization_steps.py), in both backends;
 - end to end, QDQ and QOperator: no further from the QDQ spec graph (onnxruntime, optimizations off)
-  than onnxruntime's own int8 execution is: worst element within 1.5x, mean within 5x
-  (tests/real_models/test_quantized_models.py); quantize_dynamic: within 1e-5 of the largest output.
+  than the larger of two yardsticks: onnxruntime's own int8 execution, and the spec graph quantizing
+  with the converted file's arithmetic (tests/real_models/quantizer_twin.py): worst element within
+  1.5x, mean within 5x (tests/real_models/test_quantized_models.py); quantize_dynamic: within 1e-5 of
+  the largest output.
 Calibration: a few random inputs drawn from the zoo manifest's specs (the real models' from
 scripts/quantize_models.py); judged on an input not among them. Quantized files go to a temporary folder.
 """
@@ -149,21 +149,35 @@ def onnxruntime_run(path: Path, feeds: dict, optimized: bool) -> list[np.ndarray
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
-def end_to_end(got: list[np.ndarray], want: list[np.ndarray], own: list[np.ndarray] | None) -> str | None:
-    """None when right; else what is off. `own`: onnxruntime's int8 run (its deviation from `want`, the
-    spec run, is the allowance); None for dynamic quantization (float emulation: 1e-5 of the largest)."""
+def end_to_end(got: list[np.ndarray], want: list[np.ndarray], yardsticks: list[list[np.ndarray]] | None) -> str | None:
+    """None when right; else what is off. `yardsticks`: runs whose deviation from `want` (the spec run)
+    is the allowance (onnxruntime's int8 run, the spec graph quantizing with the converted file's
+    arithmetic); None for dynamic quantization (float emulation: 1e-5 of the largest)."""
     for k, (ours, ref) in enumerate(zip(got, want)):
         ours, ref = np.asarray(ours, np.float64).reshape(ref.shape), ref.astype(np.float64)
         err = np.abs(ours - ref)
-        if own is None:
-            if err.max(initial=0) > 1e-5 * np.abs(ref).max(initial=0):
+        floor = 1e-5 * np.abs(ref).max(initial=0)      # float rounding, as the dynamic check allows
+        if yardsticks is None:
+            if err.max(initial=0) > floor:
                 return f"output {k} max {err.max():.3g} (max|ort| {np.abs(ref).max():.3g})"
             continue
-        dev = np.abs(own[k].astype(np.float64) - ref)
-        floor = 1e-5 * np.abs(ref).max(initial=0)      # float rounding, as the dynamic check allows
-        if err.max(initial=0) > max(1.5 * dev.max(initial=0), floor) or err.mean() > max(5 * dev.mean(), floor):
-            return f"output {k} max {err.max():.3g} mean {err.mean():.3g} vs ort's own {dev.max():.3g} / {dev.mean():.3g}"
+        devs = [np.abs(y[k].astype(np.float64).reshape(ref.shape) - ref) for y in yardsticks]
+        worst, mean = max(d.max(initial=0) for d in devs), max(d.mean() for d in devs)
+        if err.max(initial=0) > max(1.5 * worst, floor) or err.mean() > max(5 * mean, floor):
+            return f"output {k} max {err.max():.3g} mean {err.mean():.3g} vs yardsticks {worst:.3g} / {mean:.3g}"
     return None
+
+
+def arithmetic_twin_run(spec_path: Path, feeds: dict) -> list[np.ndarray]:
+    """The spec graph quantizing as the converted file does (tests/real_models/quantizer_twin.py), run
+    by onnxruntime: the int8 layers' inputs by ncnn's rule, the emulated pairs by x * (1/s)."""
+    from converter import convert
+    from tests.real_models.quantizer_twin import ncnn_arithmetic_twin
+    converted = convert(str(spec_path), input_shapes={k: list(v.shape) for k, v in feeds.items()})
+    int8_nodes = {n.origin for n in converted.graph.nodes.values() if n.ncnn and n.params.get(8)}
+    twin = spec_path.with_name(spec_path.stem + "_arithmetic.onnx")
+    onnx.save(ncnn_arithmetic_twin(onnx.load(str(spec_path)), int8_nodes), str(twin))
+    return onnxruntime_run(twin, feeds, False)
 
 
 def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[str, str]:
@@ -192,13 +206,17 @@ def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[s
         except Exception as exc:
             return "crash", first_line(exc)
     if form == "dynamic":
-        want, own = onnxruntime_run(path, feeds, True), None
+        want, yardsticks = onnxruntime_run(path, feeds, True), None
     else:
         want = onnxruntime_run(spec_path, feeds, False)
         try:
             own = onnxruntime_run(path, feeds, True)
         except Exception:       # its optimizer's fused kernels refuse some placements the plain ops take
             own = onnxruntime_run(path, feeds, False)
+        try:
+            yardsticks = [own, arithmetic_twin_run(spec_path, feeds)]
+        except Exception:        # a twin of a graph the helper does not rewrite: onnxruntime's own run alone
+            yardsticks = [own]
     if form != "dynamic":
         try:
             report = verify(str(path), inputs=feeds, backend="both")
@@ -210,7 +228,7 @@ def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[s
             return "wrong", f"per layer: {what}"[:300]
     int8 = f"int8 layers {converted.stats.get('int8_layers', 0)}"
     for backend, got in runs.items():
-        off = end_to_end([got[n] for n in names], want, own)
+        off = end_to_end([got[n] for n in names], want, yardsticks)
         if off:         # every layer within its step, the steps added up beyond onnxruntime's own
             return ("wrong" if form == "dynamic" else "drift"), f"{int8}; {backend} end to end: {off}"
     return "pass", int8
