@@ -227,11 +227,32 @@ def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[s
             what = d.describe() if d else "an output"
             return "wrong", f"per layer: {what}"[:300]
     int8 = f"int8 layers {converted.stats.get('int8_layers', 0)}"
-    for backend, got in runs.items():
-        off = end_to_end([got[n] for n in names], want, yardsticks)
-        if off:         # every layer within its step, the steps added up beyond onnxruntime's own
-            return ("wrong" if form == "dynamic" else "drift"), f"{int8}; {backend} end to end: {off}"
+    offs = {backend: end_to_end([got[n] for n in names], want, yardsticks) for backend, got in runs.items()}
+    offs = {backend: off for backend, off in offs.items() if off}
+    if offs:            # every layer within its step, the steps added up beyond the yardsticks
+        return ("wrong" if form == "dynamic" else "drift"), f"{int8}; " + "; ".join(
+            f"{backend} end to end: {off}" for backend, off in offs.items())
     return "pass", int8
+
+
+def cell(model: str, config: str, folder: Path) -> tuple[str, str]:
+    """(status, detail) of `model` quantized with `config`, its files written into `folder`."""
+    source, feeds_of = model_source(model)
+    calibration, feeds, opts = [feeds_of(seed) for seed in range(CALIBRATION_INPUTS)], feeds_of(99), options(config)
+    target = folder / "q.onnx"
+    try:
+        quantize(source, target, opts, calibration)
+        spec = target
+        if opts["form"] == "qoperator":      # the QDQ twin: same options, the spec's Q/DQ graph
+            spec = folder / "twin.onnx"
+            quantize(source, spec, {**opts, "form": "qdq"}, calibration)
+    except Exception as exc:
+        return "skipped", f"onnxruntime cannot quantize: {first_line(exc)}"
+    try:
+        onnxruntime_run(target, feeds, False)
+    except Exception as exc:
+        return "skipped", f"onnxruntime cannot run it: {first_line(exc)}"
+    return judge(target, feeds, spec, opts["form"])
 
 
 def run(models: list[str], configs: list[str]) -> list[tuple[str, str, str, str]]:
@@ -239,33 +260,12 @@ def run(models: list[str], configs: list[str]) -> list[tuple[str, str, str, str]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
-            source, feeds_of = model_source(model)
-            calibration = [feeds_of(seed) for seed in range(CALIBRATION_INPUTS)]
-            feeds = feeds_of(99)
             for config in configs:
-                opts = options(config)
                 folder = Path(tmp) / model / config
                 folder.mkdir(parents=True)
-                target = folder / "q.onnx"
-                try:
-                    quantize(source, target, opts, calibration)
-                    spec = target
-                    if opts["form"] == "qoperator":      # the QDQ twin: same options, the spec's Q/DQ graph
-                        spec = folder / "twin.onnx"
-                        quantize(source, spec, {**opts, "form": "qdq"}, calibration)
-                except Exception as exc:
-                    rows.append((model, config, "skipped", f"onnxruntime cannot quantize: {first_line(exc)}"))
-                    print(*rows[-1], sep="\t", flush=True)
-                    continue
-                try:
-                    onnxruntime_run(target, feeds, False)
-                except Exception as exc:
-                    rows.append((model, config, "skipped", f"onnxruntime cannot run it: {first_line(exc)}"))
-                    print(*rows[-1], sep="\t", flush=True)
-                    continue
                 signal.alarm(CELL_SECONDS)          # a conversion that hangs is a crash, not the end of the sweep
                 try:
-                    status, detail = judge(target, feeds, spec, opts["form"])
+                    status, detail = cell(model, config, folder)
                 except TimeoutError:
                     status, detail = "crash", f"no verdict within {CELL_SECONDS} s (a hang)"
                 finally:

@@ -1,14 +1,13 @@
 """A few cells of scripts/quantize_sweep.py, each one that a fix came from: a zoo model quantized on the
-fly by onnxruntime.quantization with the cell's options, converted, and judged by verify's per-layer
-rule in the real ncnn and the interpreter (every layer, fed onnxruntime's values of its inputs, within
-one step of its quantizer: converter/quantization_steps.py). End to end the steps may add up ("drift"),
-which the sweep reports but the per-layer rule does not count against the file. quantize_dynamic's models
-run in float and are judged end to end: within 1e-5 of the largest output."""
+fly by onnxruntime.quantization with the cell's options, converted, and judged in the real ncnn and
+the interpreter by the sweep's rules: every layer within one step of its quantizer (verify), and end to
+end no further from the spec graph than test_quantized_models' yardsticks allow; quantize_dynamic's
+models run in float: within 1e-5 of the largest output."""
 from __future__ import annotations
 
 import pytest
 
-from scripts.quantize_sweep import model_source, options, quantize, judge
+from scripts.quantize_sweep import cell
 
 CELLS = [
     # per-tensor weights let a grouped Conv (RegNet's) pass ncnn's one-scale-per-group check: the real
@@ -25,8 +24,10 @@ CELLS = [
 
 @pytest.mark.parametrize("model, config", CELLS)
 def test_sweep_cell(tmp_path, model, config):
-    source, feeds_of = model_source(model)
-    target = tmp_path / "q.onnx"
-    quantize(source, target, options(config), [feeds_of(seed) for seed in range(3)])
-    status, detail = judge(target, feeds_of(99), target, options(config)["form"])
-    assert status in ("pass", "drift"), (status, detail)
+    status, detail = cell(model, config, tmp_path)
+    # "drift" of the real ncnn alone: its x86 int8 kernels round their dequantizing arithmetic their own
+    # way (on AVX-512 the depthwise ones fuse the multiply-add, measured on main), the steps that flips
+    # stay within verify's one step per layer but EfficientNet's chain carries them on (0.14 where the
+    # yardsticks give 0.026), while the interpreter lands exactly on the spec graph quantizing with the
+    # converted file's arithmetic
+    assert status == "pass" or (status == "drift" and "interpreter" not in detail), (status, detail)
