@@ -14,6 +14,7 @@ folds to float weights, exactly.
 from __future__ import annotations
 
 import numpy as np
+from onnx import helper
 
 from ..ir import Graph, Node
 from ..quantized_values import blocked_per_element
@@ -98,7 +99,10 @@ def _divided(graph: Graph, node: Node, scale: np.ndarray, reciprocal: np.ndarray
 @lowers("QuantizeLinear")
 def quantize_linear(graph: Graph, node: Node) -> list[Node]:
     scale = _per_axis(graph, node, 1, "the scale (input 1)", np.float32)
-    zero = _per_axis(graph, node, 2, "the zero point (input 2)", np.uint8)
+    # without a zero point, opset 21's output_dtype names the quantized type (uint8 by default)
+    written = node.attrs.get("output_dtype", 0)
+    zero = _per_axis(graph, node, 2, "the zero point (input 2)",
+                     helper.tensor_dtype_to_np_dtype(written) if written else np.uint8)
     if zero.dtype not in RANGES:
         raise fail(node, graph, f"quantized type {zero.dtype} is not supported (int8, uint8, int16, uint16)")
     out = graph.tensors[node.outputs[0]]
