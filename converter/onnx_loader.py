@@ -11,6 +11,7 @@ import onnx
 from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
 
 from .batch_axis import assign_batch_axes
+from .contrib_qdq import standardize_contrib_qdq
 from .onnx_defaults import fill_defaults
 from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
@@ -279,6 +280,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     declared = _forget_declared_shapes(proto)
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
+    standardize_contrib_qdq(proto)
     _apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
     overridden = _apply_input_shapes(proto, input_shapes or {})

@@ -53,7 +53,9 @@ def _dynamic_quantize_linear(graph: Graph, node: Node) -> None:
     b = _Builder(graph, node)
     low = b.op("Min", [b.op("ReduceMin", [x], keepdims=0), b.const(0)])
     high = b.op("Max", [b.op("ReduceMax", [x], keepdims=0), b.const(0)])
-    b.op("Mul", [b.op("Sub", [high, low]), b.const(np.float32(1) / np.float32(255))], out=scale)
+    # divided, as onnxruntime does (one value: ncnn's scalar path divides exactly); times 1/255 was an
+    # ulp off now and then, and a value near a .5 step of x / scale then quantized a step off
+    b.op("Div", [b.op("Sub", [high, low]), b.const(255)], out=scale)
     b.op("Clip", [b.op("Round", [b.op("Div", [b.op("Neg", [low]), scale])]), b.const(0), b.const(255)], out=zero)
     steps = b.op("Round", [b.op("Div", [x, scale], like=x)], like=x)
     b.op("Clip", [b.op("Add", [steps, zero], like=x), b.const(0), b.const(255)], out=y)

@@ -13,6 +13,8 @@ to the same values. A graph output is never narrowed.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from converter.ir import Graph, Node
@@ -43,12 +45,18 @@ def _rounded(x, r: float) -> float:
         return float(np.round(F32(x) * F32(r)))      # float32 product, ties to even, as ncnn computes it
 
 
-def _bound(q: float, r: float) -> float:
-    """A float32 x with round(x * r) == q exactly (q a whole number, r > 0)."""
-    x = F32(q / r)
-    while _rounded(x, r) != q:
+def _bound(q: float, r: float) -> float | None:
+    """A float32 x with round(x * r) == q exactly (q a whole number, r > 0): a few ulps from q / r, or
+    None (q / r beyond float32, as for a mask's -3.4e38 quantized with a scale to match)."""
+    with np.errstate(over="ignore"):
+        x = F32(q / r)
+    for _ in range(64):
+        if not np.isfinite(x):
+            return None
+        if _rounded(x, r) == q:
+            return float(x)
         x = np.nextafter(x, F32(np.inf) if _rounded(x, r) < q else F32(-np.inf))
-    return float(x)
+    return None
 
 
 def _value_range(node: Node) -> tuple[float, float] | None:
@@ -88,7 +96,7 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         lo, hi = float(clip.params.get(0, -np.inf)), float(clip.params.get(1, np.inf))
         if chain is None or clip.outputs[0] in graph.outputs or not (float(lo).is_integer() and float(hi).is_integer()):
             continue
-        _, mul, r = chain
+        rnd, mul, r = chain
         producer = graph.producer(mul.inputs[0])
         if producer is None:
             continue
@@ -96,13 +104,16 @@ def narrow_quantize_clips(graph: Graph) -> dict:
         if bounds is not None and _rounded(bounds[0], r) >= lo and _rounded(bounds[1], r) <= hi:
             dropped += 1
         elif (graph.use_count(producer.outputs[0]) == 1 and producer.outputs[0] not in graph.outputs
-              and _narrow(graph, producer, *(limits := (_bound(lo, r), _bound(hi, r))))):
+              and None not in (limits := (_bound(lo, r), _bound(hi, r))) and _narrow(graph, producer, *limits)):
             graph.clip_reference(producer.outputs[0], producer.outputs[0], *limits)
             narrowed += 1
         else:
             continue
-        graph.replace_all_uses(clip.outputs[0], clip.inputs[0])
+        # the round writes the Clip's tensor (the same values): an ONNX quantized tensor keeps its name,
+        # which verify feeds and compares by
         graph.remove_node(clip)
+        graph.remove_node(rnd)
+        graph.add_node(replace(rnd, outputs=list(clip.outputs)))
     if dropped or narrowed:
         graph.remove_unused_tensors()
     return {"quantize_clips_dropped": dropped, "quantize_clips_narrowed": narrowed}

@@ -105,3 +105,27 @@ def test_qlinear_ops_run_int8(tmp_path):
     for got in (run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": x[0]}, ["y"])["y"],
                 converted.run({"x": x[0]}, layout="ncnn")["y"]):
         assert np.abs(got.ravel() - want).max() <= 0.3 + 1e-6
+
+
+@pytest.mark.parametrize("zero", [np.uint16(30000), np.int16(-7)], ids=["uint16", "int16"])
+def test_16bit_quantize_divides_exactly(tmp_path, zero):
+    """A 16-bit pair with a scale whose reciprocal is inexact: values within an ulp of .5 steps, where
+    x * (1 / s) rounds across the step now and then (checked below), land where onnxruntime's x / s puts
+    them, in the real ncnn and the interpreter, bit for bit."""
+    scale = np.float32(0.000123)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "q16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 32, 32])],
+                              [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    steps = np.random.default_rng(2).integers(-30000, 30000, (1, 4, 32, 32)) + 0.5
+    ulps = np.random.default_rng(3).integers(-3, 4, steps.shape)
+    x = (steps * scale).astype(np.float32)
+    x = np.nextafter(x, np.where(ulps > 0, np.inf, -np.inf)).astype(np.float32) * (ulps != 0) + x * (ulps == 0)
+    x = x.astype(np.float32)
+    naive = np.rint(x * (np.float32(1) / scale))
+    assert np.count_nonzero(naive != np.rint(x / scale)) > 10      # the multiply would be off here
+    converted, want, real, interpreted = run_both(model, tmp_path, x)
+    np.testing.assert_array_equal(real, want)
+    np.testing.assert_array_equal(interpreted, want)

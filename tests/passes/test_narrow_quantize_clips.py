@@ -82,3 +82,11 @@ def test_a_producer_that_is_a_graph_output_keeps_its_values():
     want = ort.InferenceSession(model.SerializeToString(), options).run(["a"], {"x": X})[0]
     hi = 127 * 0.1                                                          # the quantizer of `a`: scale 0.1
     assert want.max() > hi + 1 and np.abs(got - want).max() < 0.05 * np.abs(want).max()
+
+
+def test_bound_beyond_float32_is_none():
+    """An attention mask's -3.4e38 quantized at a scale that covers it (DistilBERT, quantize_static's
+    Where): -128 / r is beyond float32, and the search for the bound used to spin forever."""
+    r = 128 / 3.4e38
+    assert _bound(-128, r) is None or _rounded(_bound(-128, r), r) == -128
+    assert _bound(-128, 127.5 / 3.4028235e38) is None
