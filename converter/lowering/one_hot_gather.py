@@ -24,9 +24,11 @@ import numpy as np
 from ..int_inputs import readers
 from ..ir import Graph, Node, Tensor
 from ..ncnn_layers import REDUCTION_OPS, UNARY_OPS
+from ..symbolic import Ref
 from . import LOWERINGS
 from .common import fail, layer, new_tensor, reshape_layer
 from .logic import _pair, _scalar_op, _unary
+from .reshape import expressed_reshape
 from .runtime_positions import runtime_positions
 
 BIT_MOVES = ("Noop", "Reshape", "Split")
@@ -100,8 +102,11 @@ def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: i
                                 "that is not 1 can be read at run-time positions")
     # a run-time count of indices (a sequence length) is one inferred extent of the one-hot rows
     unknown = index.shape is not None and None in index.shape
-    if index.shape is None or unknown and (sum(d is None for d in index.ncnn_shape) != 1
-                                           or out.shape is None or sum(d is None for d in out.ncnn_shape) != 1):
+    # several (T5's (S, S) relative-position buckets): the rows are put back in shape with an expression
+    several = unknown and sum(d is None for d in index.ncnn_shape) > 1
+    if index.shape is None or unknown and not several and (
+            sum(d is None for d in index.ncnn_shape) != 1 or out.shape is None
+            or sum(d is None for d in out.ncnn_shape) != 1):
         raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
     if table.is_constant and not np.all(np.isfinite(table.value)):
         raise fail(node, graph, f"the table '{table.name}' holds inf or NaN, which a one-hot product turns into NaN")
@@ -124,9 +129,14 @@ def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: i
         layers.append(reshape_layer(graph, node, table.name, flat, {}, suffix="_table"))
         layers += LOWERINGS["MatMul"](graph, Node(f"{node.name}_lookup", "MatMul", [hot, flat], [picked],
                                      origin=node.origin or node.name))
+    if several:
+        terms = [*table.shape[:axis], *(Ref(index.name, i) if d is None else d for i, d in enumerate(index.shape)),
+                 *table.shape[axis + 1:]]
+        return layers + [expressed_reshape(graph, node, terms, picked, out.name)]
     # a Reshape even where shapes agree: ncnn's InnerProduct returns a single row as a 1-D blob
     target = out.ncnn_shape
     layers.append(reshape_layer(graph, node, picked, out.name, {}, target=target, suffix="_rows")
                   if tuple(target) != (count, width) or count != 1 else
                   layer(node, graph, "Reshape", [picked], [out.name], {0: width, 1: 1}, suffix="_rows"))
     return layers
+
