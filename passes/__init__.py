@@ -89,8 +89,8 @@ PIPELINE: list[Pass] = [
     # once run-time sizes are terms: extents that are numbers (a dynamic batch's 1) filled in,
     # broadcasts and gathers that change nothing dropped, so fusions see the shapes they match
     resolve_symbolic_extents,
-    # a float Log chain between integer casts (T5's relative buckets) becomes exact integer thresholds:
-    # a chain of constants folded already; one on a run-time grid is left to it
+    # after folding (a chain of constants is a constant by then) and before lowering: an integer -> Log ->
+    # integer chain on a run-time grid (T5's relative buckets) becomes exact integer thresholds
     convert_log_buckets,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,

@@ -69,3 +69,31 @@ def test_a_run_time_extent_not_the_rows_is_refused():
     model = ids_model(nodes, ["y"], [("zero", np.zeros((1, 1), np.int64))], hidden=True)
     with pytest.raises(ConversionError, match=r"^GatherND node [^\n]*unknown extents[^\n]*$"):
         convert(model)
+
+
+@pytest.mark.parametrize("full_like", ["ConstantOfShape", "Expand"])
+def test_lookup_at_a_run_time_grid_of_integer_positions(full_like, tmp_path):
+    """T5's shape of the problem: |j - i| on an (S, S) integer grid, capped by an integer fill of the
+    grid's run-time shape (either exporter's full_like), read from a constant table."""
+    rows = 4
+    cap = (helper.make_node("ConstantOfShape", ["grid_shape"], ["cap"],
+                            value=helper.make_tensor("v", TensorProto.INT64, [1], [rows - 1]))
+           if full_like == "ConstantOfShape" else helper.make_node("Expand", ["top", "grid_shape"], ["cap"]))
+    nodes = [helper.make_node("Shape", ["ids"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["s"], axis=0),
+             helper.make_node("Range", ["zero", "s", "one"], ["pos"]),
+             helper.make_node("Unsqueeze", ["pos", "first"], ["row"]),
+             helper.make_node("Unsqueeze", ["pos", "last"], ["col"]),
+             helper.make_node("Sub", ["row", "col"], ["rel"]),
+             helper.make_node("Abs", ["rel"], ["n"]),
+             helper.make_node("Shape", ["n"], ["grid_shape"]), cap,
+             helper.make_node("Min", ["n", "cap"], ["bucket"]),
+             helper.make_node("Gather", ["table", "bucket"], ["y"], axis=0)]
+    table = np.random.default_rng(0).normal(size=(rows, 3)).astype(np.float32)
+    inits = [("one", np.array(1, np.int64)), ("zero", np.array(0, np.int64)), ("first", np.array([0], np.int64)),
+             ("last", np.array([1], np.int64)), ("top", np.array(rows - 1, np.int64)), ("table", table)]
+    model = make_model(nodes,
+                       [("ids", [1, "S"], TensorProto.INT64)], [("y", None)], inits, opset=13)
+    converted = assert_one_file_many_sizes(model, tmp_path, LENGTHS, dims=("S",))
+    types = ncnn_layer_types(converted)
+    assert "Gemm" in types and types[-1] == "Reshape", types      # the one-hot rows times the table, put back in (S, S)
