@@ -87,14 +87,14 @@ def _first(predicate, low: int, high: int) -> int:
 
 def thresholds(steps: list[tuple[str, float]]) -> tuple[int, list[int]] | None:
     """(g0, [t_1, ...]): trunc(chain(n)) = g0 + #{k: n >= t_k} for every integer n in the Log's
-    domain up to LIMIT; None when the Log's domain is empty or the staircase too long."""
+    domain up to LIMIT; None when the Log's domain is empty or the staircase flat or too long."""
     arg = lambda n: _evaluate(steps, np.array(n), upto_log=True) > 0      # noqa: E731
     if not arg(LIMIT):
         return None
     start = _first(arg, -LIMIT, LIMIT)
     value = lambda n: np.trunc(_evaluate(steps, np.array(n)))             # noqa: E731
     low, high = value(start), value(LIMIT)
-    if not (np.isfinite(low) and np.isfinite(high)) or high - low > MAX_THRESHOLDS:
+    if not (np.isfinite(low) and np.isfinite(high)) or not 0 < high - low <= MAX_THRESHOLDS:
         return None
     return int(low), [_first(lambda n, k=k: value(n) >= k, start, LIMIT) for k in range(int(low) + 1, int(high) + 1)]
 
@@ -133,12 +133,14 @@ def _rewrite(graph: Graph, cast: Node, nodes: list[Node], last: Node, g0: int, t
 def convert_log_buckets(graph: Graph) -> dict:
     converted = 0
     for cast in [n for n in graph.topological() if n.op == "Cast" and not n.ncnn]:
+        x = graph.tensors[cast.outputs[0]]
+        # the thresholds go along a new innermost axis: x may have at most 3 (ncnn holds 4)
         if cast.attrs.get("to") not in FLOAT_TYPES or graph.tensors[cast.inputs[0]].dtype.kind not in "iu" \
-                or graph.tensors[cast.outputs[0]].is_constant or cast.outputs[0] not in graph.tensors:
+                or x.is_constant or x.rank is None or x.rank > 3:
             continue
         found = _chain(graph, cast)
         staircase = found and thresholds(found[0])
-        if not staircase or (graph.tensors[cast.outputs[0]].rank or 0) > 3:
+        if not staircase:
             continue
         _rewrite(graph, cast, found[1], found[2], *staircase)
         converted += 1
