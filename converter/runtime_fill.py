@@ -28,9 +28,11 @@ def fill_value(node: Node) -> float | None:
     if value is None:
         return 0.0
     array = numpy_helper.to_array(value) if not isinstance(value, np.ndarray) else value
-    if array.dtype.kind != "f" or array.size != 1:
+    if array.dtype.kind not in "fiu" or array.size != 1:
         return None
-    return float(array.reshape(-1)[0])
+    number = float(array.reshape(-1)[0])
+    # integers travel as floats in ncnn: a fill of one is exact below 2**24 (T5's full_like(buckets, n - 1))
+    return number if array.dtype.kind == "f" or abs(number) < 2**24 else None
 
 
 def _shape_of(terms: list[Term]) -> tuple:
@@ -41,7 +43,7 @@ def express_fill(graph: Graph, node: Node, terms: list[Term]) -> bool:
     """A float ConstantOfShape whose shape is run-time terms keeps them for its lowering."""
     value = fill_value(node)
     out = graph.tensors[node.outputs[0]]
-    if value is None or out.dtype.kind != "f" or not terms:
+    if value is None or out.dtype.kind not in "fiu" or not terms:
         return False
     graph.set_inputs(node, [])
     node.attrs = {SHAPE_TERMS: list(terms), FILL_VALUE: value}
@@ -107,6 +109,16 @@ def express_range(graph: Graph, node: Node, limit: Term) -> bool:
 def express_expand(graph: Graph, node: Node, terms: list[Term]) -> bool:
     """Expand to a run-time shape: x times ones of that shape broadcasts both ways, as Expand does."""
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    value = graph.value(x.name)
+    if value is not None and value.ndim == 0 and value.dtype.kind in "iu" and abs(int(value)) < 2**24:
+        # an integer number to a run-time shape is a fill of it, as a float (T5's full_like)
+        graph.remove_node(node)
+        fill = graph.add_node(Node(graph.fresh_name(f"{node.name}_fill"), "ConstantOfShape", [], [out.name],
+                                   attrs={SHAPE_TERMS: list(terms), FILL_VALUE: float(value.reshape(-1)[0])},
+                                   origin=node.origin or node.name))
+        pin_refs(graph, fill, terms)
+        out.shape = _shape_of(terms)
+        return True
     if x.dtype.kind != "f" or x.shape is None or not terms:
         return False
     graph.remove_node(node)

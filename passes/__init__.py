@@ -11,6 +11,7 @@ from .carry_quantized_as_float import carry_quantized_as_float
 from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
+from .convert_log_buckets import convert_log_buckets
 from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .convert_window_gathers import convert_window_gathers
 from .eliminate_dead import eliminate_dead
@@ -95,6 +96,9 @@ PIPELINE: list[Pass] = [
     # once run-time sizes are terms: extents that are numbers (a dynamic batch's 1) filled in,
     # broadcasts and gathers that change nothing dropped, so fusions see the shapes they match
     resolve_symbolic_extents,
+    # after folding (a chain of constants is a constant by then) and before lowering: an integer -> Log ->
+    # integer chain on a run-time grid (T5's relative buckets) becomes exact integer thresholds
+    convert_log_buckets,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv

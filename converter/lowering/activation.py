@@ -32,8 +32,14 @@ def _one(graph: Graph, node: Node, type_: str, params: dict | None = None) -> li
     return [layer(node, graph, type_, node.inputs[:1], node.outputs[:1], params)]
 
 
+# integers travel as floats: these give integers back, exact below 2**24 (T5's |j - i| positions)
+INTEGER_EXACT = {"Abs", "Neg"}
+
+
 @lowers(*UNARY)
 def unary(graph: Graph, node: Node) -> list[Node]:
+    if node.op in INTEGER_EXACT and graph.tensors[node.inputs[0]].dtype.kind in "iu":
+        return [layer(node, graph, "UnaryOp", node.inputs[:1], node.outputs[:1], {0: UNARY_OPS[UNARY[node.op]]})]
     return _one(graph, node, "UnaryOp", {0: UNARY_OPS[UNARY[node.op]]})
 
 

@@ -69,6 +69,8 @@ def _runtime_gather_nd(graph: Graph, node: Node, data: Tensor, batch_dims: int) 
     if index.shape is None or None in index.shape:
         raise fail(node, graph, "the number of indices is unknown; give static input shapes with --input-shape")
     depth, merged = index.shape[-1], batch_dims + index.shape[-1]
+    if None in data.shape:
+        return _runtime_rows(graph, node, data, batch_dims, merged)
     strides = np.array([math.prod(data.shape[a + 1:merged]) for a in range(merged)], np.float32)
     lead = index.shape[:-1]
     lead_axis = index.batch_axis if index.batch_axis is not None and index.batch_axis < len(lead) else None
@@ -105,9 +107,33 @@ def _runtime_gather_nd(graph: Graph, node: Node, data: Tensor, batch_dims: int) 
     return layers + one_hot_gather(graph, node, flat, graph.tensors[node.outputs[0]], 0, indices=linear)
 
 
+def _runtime_rows(graph: Graph, node: Node, data: Tensor, batch_dims: int, merged: int) -> list[Node]:
+    """Data of run-time length along the last indexed axis, every axis before it of extent 1 (CLIP's
+    pooling reads a (1, S, D) hidden state at (0, argmax)): a coordinate on an extent-1 axis can only
+    name row 0, so the last coordinate alone is the row, wrapped by the lookup at the run-time length."""
+    lead = data.shape[:merged - 1]
+    if batch_dims or any(d != 1 for d in lead) or None in data.shape[merged:]:
+        raise fail(node, graph, f"the data '{data.name}' has unknown extents; give static input shapes "
+                                "with --input-shape")
+    index = graph.tensors[node.inputs[1]]
+    row = new_tensor(graph, f"{index.name}_row", index.shape[:-1] + (1,), index.batch_axis)
+    rows = graph.tensors[new_tensor(graph, f"{data.name}_rows", (None, *data.shape[merged:]), None)]
+    start = graph.add_constant(f"{index.name}_last_start", np.array([merged - 1], np.int64)).name
+    end = graph.add_constant(f"{index.name}_last_end", np.array([merged], np.int64)).name
+    along = graph.add_constant(f"{index.name}_last_axis", np.array([-1], np.int64)).name
+    origin = node.origin or node.name
+    layers = LOWERINGS["Slice"](graph, Node(f"{node.name}_last", "Slice", [index.name, start, end, along], [row],
+                                            origin=origin))
+    layers.append(reshape_layer(graph, node, data.name, rows.name, {}, suffix="_flatten"))
+    return layers + one_hot_gather(graph, node, rows, graph.tensors[node.outputs[0]], 0, indices=row)
+
+
 @lowers("GatherND")
 def gather_nd(graph: Graph, node: Node) -> list[Node]:
-    data, batch_dims = _static_data(graph, node), int(node.attrs["batch_dims"])
+    data, batch_dims = graph.tensors[node.inputs[0]], int(node.attrs["batch_dims"])
+    if graph.value(node.inputs[1]) is None and data.shape is not None and None in data.shape:
+        return _runtime_gather_nd(graph, node, data, batch_dims)
+    data = _static_data(graph, node)
     if graph.value(node.inputs[1]) is None:
         return _runtime_gather_nd(graph, node, data, batch_dims)
     indices = _constant_indices(graph, node)

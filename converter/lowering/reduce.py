@@ -10,7 +10,8 @@ whole blob, never along one axis. Instead, along the axis:
     key  = i - N * off            last index (select_last_index): largest key
     index = min(key) / max(key)
 
-Every value is an integer below 2 * N, exact in float32 up to N = 2**23.
+Every value is an integer below 2 * N, exact in float32 up to N = 2**23. At an extent known
+only at run time, N is 2**23 and the positions are built at run time (runtime_positions.py).
 The ncnn blob holds the indices as float; ONNX's int64 is `astype(int64)` away.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .common import (
     reshape_layer,
 )
 from .reshape import onnx_axes
+from .runtime_positions import runtime_positions
 
 # ONNX reduction -> ncnn Reduction operation; TRANSFORMS change values even when no axis is
 # reduced, so dropping an extent-1 axis from the list is not enough
@@ -93,9 +95,7 @@ def arg_extreme(graph: Graph, node: Node) -> list[Node]:
     axis = int(node.attrs["axis"])
     chain = Chain(graph, node, ncnn_axes(graph, node, [axis]))
     extent = x.shape[axis % x.rank]
-    if extent is None:
-        raise fail(node, graph, f"the extent of axis {axis} is unknown; give static input shapes")
-    if extent > MAX_EXACT_EXTENT:
+    if extent is not None and extent > MAX_EXACT_EXTENT:
         raise fail(node, graph, f"axis {axis} has {extent} entries; float32 indices are exact up to "
                                 f"{MAX_EXACT_EXTENT}")
     last = bool(node.attrs["select_last_index"])
@@ -103,11 +103,18 @@ def arg_extreme(graph: Graph, node: Node) -> list[Node]:
     # peak - x for ArgMax, x - peak for ArgMin: both >= 0, and 0 exactly at the peaks
     gap = chain.binary(x.name, peak, "rsub" if node.op == "ArgMax" else "sub", "_gap")
     off = chain.unary(gap, "sign", False, "_off")
-    penalty = chain.scalar(off, "mul", float(-extent if last else extent), False, "_penalty")
+    # at a run-time extent N is unknown: any N above every index will do, and 2**23 keeps keys exact
+    spread = extent if extent is not None else MAX_EXACT_EXTENT
+    penalty = chain.scalar(off, "mul", float(-spread if last else spread), False, "_penalty")
     index_shape = [1] * x.rank
     index_shape[axis % x.rank] = extent
-    positions = graph.add_constant(f"{node.name}_positions",
-                                   np.arange(extent, dtype=np.float32).reshape(index_shape)).name
+    if extent is None:
+        made, positions = runtime_positions(graph, node, x.name, axis % x.rank, tuple(index_shape),
+                                            x.batch_axis, f"{node.name}_positions")
+        chain.layers += made
+    else:
+        positions = graph.add_constant(f"{node.name}_positions",
+                                       np.arange(extent, dtype=np.float32).reshape(index_shape)).name
     key = chain.binary(penalty, positions, "add", "_key")
     keepdims = int(node.attrs["keepdims"])
     chain.reduce(key, "max" if last else "min", "", out=node.outputs[0], keepdims=keepdims)
