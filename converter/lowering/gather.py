@@ -83,7 +83,8 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
         raise fail(node, graph, "no indices: ncnn cannot hold empty tensors")
     wrapped = _wrapped(graph, node, indices, x.shape[axis])
     picked_shape = tuple(indices.size if a == axis else d for a, d in enumerate(x.shape))
-    as_list = indices.ndim == 1
+    # 1-D indices pick the output itself, when it has the picked shape and batch axis (else a Reshape follows)
+    as_list = indices.ndim == 1 and tuple(out.shape) == picked_shape and out.batch_axis == x.batch_axis
     gathered = out.name if as_list else new_tensor(graph, f"{out.name}_picked", picked_shape, x.batch_axis)
     runs = _runs(wrapped)
     if len(runs) <= MAX_GATHER_PIECES:
