@@ -36,6 +36,7 @@ from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import insert_split
+from .insert_wide_matmul_reshapes import insert_wide_matmul_reshapes
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
@@ -110,6 +111,8 @@ PIPELINE: list[Pass] = [
     merge_broadcast_axes,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
     split_wide_transposes,
+    # a Linear right after a wide Transpose reads it through a Reshape, so the two group its axes apart
+    insert_wide_matmul_reshapes,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,

@@ -34,6 +34,8 @@ from converter.axis_boundaries import (
     _slice_axes,
     _softmax_axis,
     _supported,
+    REDUCES,
+    reduce_axes,
 )
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
 from converter.ncnn_axes import MAX_NCNN_RANK
@@ -319,5 +321,15 @@ def _set_slice_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]
         graph.set_inputs(node, [i for i in inputs[:4]] + ([inputs[4]] if inputs[4] else []))
 
 
+def _set_reduce_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    x = graph.tensors[node.inputs[0]]
+    x_groups = groups.get(x.name) or [[i] for i in range(x.rank)]
+    axes = [_group_of(x_groups, a) for a in reduce_axes(graph, node, x)]
+    if "axes" in node.attrs:
+        node.attrs["axes"] = axes
+    elif len(node.inputs) > 1 and node.inputs[1]:      # (no axes at all: every axis, merged or not)
+        graph.replace_input(node, 1, graph.add_constant(f"{node.name}_merged_axes", np.array(axes, np.int64)).name)
+
+
 AXIS_REWRITES = {"Gather": _set_axis, "Split": _set_axis, "Softmax": _set_axis, "Transpose": _set_perm,
-                 "Slice": _set_slice_axes, "Concat": _set_axis}
+                 "Slice": _set_slice_axes, "Concat": _set_axis, **dict.fromkeys(REDUCES, _set_reduce_axes)}
