@@ -341,7 +341,7 @@ CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "rober
 
 # the second round's builders (phone/board CNNs and hybrids, more Hugging Face encoders) import this
 # module's helpers, so they are merged into BUILDERS only when main runs
-from scripts import zoo_cnn, zoo_hf, zoo_tv  # noqa: E402
+from scripts import zoo_cnn, zoo_hf, zoo_hf3, zoo_timm3, zoo_tv  # noqa: E402
 
 
 # ---- export and checks ----
@@ -432,7 +432,8 @@ def build(name: str):
 
 
 def main(argv=None) -> int:
-    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS})
+    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS, **zoo_hf3.BUILDERS,
+                     **zoo_timm3.BUILDERS})
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models to export (default all: {' '.join(BUILDERS)})")
     parser.add_argument("--out", type=Path, default=ROOT / "models" / "zoo")
