@@ -12,6 +12,7 @@ from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .eliminate_dead import eliminate_dead
+from .eliminate_empty_concat_inputs import eliminate_empty_concat_inputs
 from .eliminate_identity_qdq import eliminate_identity_qdq
 from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
@@ -79,6 +80,9 @@ PIPELINE: list[Pass] = [
     # once run-time sizes are terms: extents that are numbers (a dynamic batch's 1) filled in,
     # broadcasts and gathers that change nothing dropped, so fusions see the shapes they match
     resolve_symbolic_extents,
+    # once extents are numbers: a Concat's empty inputs (a [d:d] pass-through slice) go before any
+    # fusion or lowering meets them, ncnn holding no empty blob
+    eliminate_empty_concat_inputs,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv
