@@ -16,6 +16,7 @@ DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpo
 REDUCES = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSumExp"}
 DATA_SLOTS.update(dict.fromkeys(REDUCES, 1))
+DATA_SLOTS["GatherND"] = 2
 
 Key = tuple[str, int]       # (tensor, k): the boundary between axes k and k+1
 
@@ -247,6 +248,26 @@ def _reduce(b: Boundaries, g: Graph, node: Node) -> None:
         b.cut_around(x.name, a, node)
 
 
+def _gather_nd(b: Boundaries, g: Graph, node: Node) -> None:
+    """out = indices.shape[:-1] + x.shape[depth:] (batch_dims 0, constant indices): the tuples' own axes
+    merge with the indices' (a constant, reshaped with them), the data's axes past the tuples with the
+    output's; the tuples' axes stay as they are (their positions are the tuples' coordinates)."""
+    x, idx, out = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
+    if node.attrs.get("batch_dims", 0) or not idx.is_constant or idx.rank < 1:
+        for t in (x, idx, out):
+            b.pin(t.name, node)
+        return
+    depth, lead = idx.shape[-1], idx.rank - 1
+    for k in range(min(depth, x.rank - 1)):
+        b.cut(x.name, k, node)
+    for k in range(depth, x.rank - 1):
+        b.union((x.name, k), (out.name, lead + k - depth))
+    for k in range(lead - 1):
+        b.union((idx.name, k), (out.name, k))
+    b.cut(idx.name, lead - 1, node)
+    b.cut(out.name, lead - 1, node)
+
+
 RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
          "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES},
-         **dict.fromkeys(REDUCES, _reduce)}
+         **dict.fromkeys(REDUCES, _reduce), "GatherND": _gather_nd}

@@ -49,6 +49,7 @@ from .refuse_empty_blobs import refuse_empty_blobs
 from .resolve_symbolic_extents import resolve_symbolic_extents
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
+from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
 
 Pass = Callable[[Graph], dict]
@@ -117,6 +118,8 @@ PIPELINE: list[Pass] = [
     split_wide_transposes,
     # a Linear right after a wide Transpose reads it through a Reshape, so the two group its axes apart
     insert_wide_matmul_reshapes,
+    # a wide reduction over axes apart from each other: one axis at a time, each step fits
+    split_wide_reductions,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,

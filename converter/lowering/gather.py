@@ -89,6 +89,9 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
     runs = _runs(wrapped)
     if len(runs) <= MAX_GATHER_PIECES:
         layers, pieces = _crops(graph, node, x, out, axis, nc_axis, runs, gathered)
+    elif _scattered_rows(graph, x, axis, wrapped):      # a product with a constant one-hot picks them all
+        positions = graph.add_constant(f"{out.name}_positions", np.asarray(wrapped, np.int64).reshape(indices.shape))
+        return one_hot_gather(graph, node, x, out, axis, indices=positions.name)
     else:
         layers, pieces = _strided(graph, node, x, nc_axis, wrapped, len(runs), gathered)
     if len(pieces) > 1:
@@ -96,6 +99,14 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
     if not as_list:     # the indices' own shape replaces the picked axis (a scalar drops it)
         layers.append(_index_shape(graph, node, graph.tensors[gathered], out, axis, indices.ndim))
     return layers
+
+
+def _scattered_rows(graph: Graph, x: Tensor, axis: int, wrapped: list[int]) -> bool:
+    """Too many runs, and not a few strided ones, of rows of float data computed at run time along its
+    first axis that is not 1 (UperNet's adaptive pooling to 6 cells of a 3x3 map under torch.export)."""
+    return (len(progressions(wrapped)) > MAX_GATHER_PIECES and not x.is_constant and x.dtype is not None
+            and x.dtype.kind == "f" and x.shape is not None and None not in x.shape
+            and all(d == 1 for d in x.shape[:axis]))
 
 
 def _crops(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, nc_axis: int,
