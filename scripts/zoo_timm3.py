@@ -112,7 +112,7 @@ def mvitv2():
 def hiera():
     """Mask-unit attention with query pooling, unrolled token order."""
     from timm.models.hiera import Hiera
-    return timm_net(Hiera(img_size=64, embed_dim=16, num_heads=1, stages=(1, 1, 1, 1), q_pool=2,
+    return timm_net(Hiera(img_size=64, embed_dim=8, num_heads=1, stages=(1, 1, 1), q_pool=2,
                           mlp_ratio=2.0, num_classes=CLASSES), size=64)
 
 
