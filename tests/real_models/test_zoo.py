@@ -71,4 +71,5 @@ def test_manifest_lists_every_file_and_the_zoo_stays_small():
     files = {p.stem for p in ZOO.glob("*.onnx")}
     assert files == set(MANIFEST)
     assert set(EXPECTED_REFUSED) <= files
-    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 18 * 2**20        # two rounds of architectures and the dynamic-seq exports: 16.6 MiB
+    # three rounds of architectures and the dynamic-seq exports: 21 MiB; the dynamic-H/W CNN exports share the rest
+    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 24 * 2**20
