@@ -16,7 +16,7 @@ DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpo
 REDUCES = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSumExp"}
 DATA_SLOTS.update(dict.fromkeys(REDUCES, 1))
-DATA_SLOTS["GatherND"] = 2
+DATA_SLOTS.update({"GatherND": 2, "Expand": 1})
 
 Key = tuple[str, int]       # (tensor, k): the boundary between axes k and k+1
 
@@ -268,6 +268,16 @@ def _gather_nd(b: Boundaries, g: Graph, node: Node) -> None:
     b.cut(out.name, lead - 1, node)
 
 
+def _expand(b: Boundaries, g: Graph, node: Node) -> None:
+    """A broadcast of one operand to a known shape (the target is rewritten as the merged output's shape)."""
+    out = g.tensors[node.outputs[0]]
+    if None in out.shape:
+        for t in (g.tensors[node.inputs[0]], out):
+            b.pin(t.name, node)
+        return
+    _elementwise(b, g, node)
+
+
 RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
          "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES},
-         **dict.fromkeys(REDUCES, _reduce), "GatherND": _gather_nd}
+         **dict.fromkeys(REDUCES, _reduce), "GatherND": _gather_nd, "Expand": _expand}

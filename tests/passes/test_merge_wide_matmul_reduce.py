@@ -1,5 +1,6 @@
-"""Wide (6-D) tensors read by a Linear right after a window Transpose (Twins) and reduced along one axis
-(Hiera's query pooling): merged to fit ncnn's 4 axes, in the real ncnn and the interpreter against
+"""Wide (5-D/6-D) tensors read by a Linear right after a window Transpose (Twins), reduced along one axis
+(Hiera's query pooling), broadcast by Expand and moved by two Transposes that group them differently
+(BoTNet's relative logits): merged to fit ncnn's 4 axes, in the real ncnn and the interpreter against
 onnxruntime."""
 import numpy as np
 import pytest
@@ -65,3 +66,28 @@ def _reduce_sum_13(keepdims, axis):
              helper.make_node("Reshape", ["red", "back"], ["y"])]
     inits = [_ints("part6", [1, 2, 2, 4, 2, 3]), _ints("axes", [axis]), _ints("back", [1, -1, 6])]
     return make_model(nodes, [("x", [1, 16, 6])], [("y", None)], inits, opset=13)
+
+
+def relative_logits(heads=4, h=4, w=4):
+    """BoTNet's relative position logits: per-axis logits broadcast to [B*heads, H, H, W, W] (Expand), one
+    moved by (0, 1, 3, 2, 4), the other by (0, 3, 1, 4, 2), added, read as [B*heads, HW, HW]."""
+    ints = lambda v: np.array(v, np.int64)     # noqa: E731
+    nodes = [helper.make_node("Reshape", ["a", "five"], ["a5"]),
+             helper.make_node("Expand", ["a5", "full"], ["ae"]),
+             helper.make_node("Transpose", ["ae"], ["at"], perm=[0, 1, 3, 2, 4]),
+             helper.make_node("Reshape", ["b", "five"], ["b5"]),
+             helper.make_node("Expand", ["b5", "full"], ["be"]),
+             helper.make_node("Transpose", ["be"], ["bt"], perm=[0, 3, 1, 4, 2]),
+             helper.make_node("Add", ["at", "bt"], ["s"]),
+             helper.make_node("Reshape", ["s", "square"], ["y"])]
+    inits = [("five", ints([heads, h, 1, w, w])), ("full", ints([heads, h, h, w, w])),
+             ("square", ints([1, heads, h * w, h * w]))]
+    return make_model(nodes, [("a", [1, heads, h, w * w]), ("b", [1, heads, h, w * w])], [("y", None)], inits)
+
+
+def test_relative_logits_through_two_transposes(tmp_path):
+    """The Transposes' readers need other groupings than the Expands give: Reshapes between untie them."""
+    model = relative_logits()
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["wide_transpose_reshapes"] == 2
+    check_interpreter_matches_ncnn(converted, model, tmp_path)

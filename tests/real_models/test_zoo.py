@@ -15,11 +15,8 @@ from tests.onnx_cases import MODELS
 ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 
-RANK5 = "ncnn axes (shape"                               # a tensor of more than 4 axes after the batch
 # name -> text of its one-line refusal
-EXPECTED_REFUSED = {
-    "tv_maxvit_dynamo": RANK5,                       # torch.export's 6-D window partition (1, 2, 2, 2, 2, 32)
-}
+EXPECTED_REFUSED: dict[str, str] = {}
 
 
 # a run-time sequence length keeps the transformer fusions: every zoo text model has 2 layers (5 norms)
