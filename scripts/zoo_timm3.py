@@ -205,3 +205,36 @@ BUILDERS = {
     "efficientvit_mit": efficientvit_mit, "focalnet": focalnet, "davit": davit, "swinv2_timm": swinv2_timm,
     "volo": volo, "mixer": mixer, "resmlp": resmlp, "gmlp": gmlp, "sequencer": sequencer,
 }
+
+
+# ---- a fifth round: timm's named CNNs and hybrids at their smallest variant (too big to commit; judged
+# from a scratch folder), and ByobNet's attention blocks at a few channels ----
+
+def named(name, size=64, deploy=False, **kwargs):
+    import timm
+    return lambda: timm_net(timm.create_model(name, pretrained=False, num_classes=CLASSES, **kwargs), size, deploy)
+
+
+def byoa(attn, **attn_kwargs):
+    """A ResNet-ish ByobNet whose last stage is self-attention: halo (blocked local attention with halos),
+    bottleneck (BoTNet: relative position logits over the whole map) or lambda layers."""
+    def build():
+        from timm.models.byobnet import ByobNet, ByoBlockCfg, ByoModelCfg
+        cfg = ByoModelCfg(blocks=(ByoBlockCfg(type="bottle", d=1, c=32, s=2, br=0.25),
+                                  ByoBlockCfg(type="self_attn", d=1, c=64, s=2, br=0.25)),
+                          stem_chs=16, stem_type="tiered", stem_pool="maxpool", self_attn_layer=attn,
+                          self_attn_kwargs=attn_kwargs)
+        return timm_net(ByobNet(cfg, num_classes=CLASSES, img_size=64), 64)
+    return build
+
+
+BUILDERS.update({
+    "tresnet": named("tresnet_m"), "resnest": named("resnest14d"), "nf_regnet": named("nf_regnet_b0"),
+    "rexnet": named("rexnet_100"), "starnet": named("starnet_s1"), "hgnetv2": named("hgnetv2_b0"),
+    "mambaout": named("mambaout_femto"), "shvit": named("shvit_s1"), "lcnet": named("lcnet_050"),
+    "tinynet": named("tinynet_e"), "repghost": named("repghostnet_050", deploy=True),
+    "ghostnetv3": named("ghostnetv3_050", deploy=True), "skresnet": named("skresnet18"), "dla": named("dla34"),
+    "res2net": named("res2net50_14w_8s"), "pit": named("pit_ti_224", size=224), "visformer": named("visformer_tiny", size=224),
+    "halonet": byoa("halo", block_size=4, halo_size=1), "botnet": byoa("bottleneck", feat_size=(4, 4)),
+    "lambda_net": byoa("lambda", r=5),
+})
