@@ -17,7 +17,9 @@ EXPORTED = {"convert_batched_conv1d": "peer_cases/nn_Conv1d_batch.onnx", "fuse_r
             "split_wide_transposes": "peer_cases/F_pixel_unshuffle.onnx",
             "merge_wide_axes": "peer_cases/F_pixel_unshuffle.onnx", "fuse_gelu_tanh": "zoo/albert_dynamo.onnx",
             "flatten_gather_indices": "zoo/distilbert_ts.onnx",
-            "merge_batch_into_channels": "peer_cases/F_max_pool2d.onnx"}
+            "merge_batch_into_channels": "peer_cases/F_max_pool2d.onnx",
+            "insert_wide_matmul_reshapes": "zoo/twins_ts.onnx", "split_wide_reductions": "zoo/upernet_dynamo.onnx",
+            "eliminate_empty_concat_inputs": "zoo/phi3_ts.onnx"}
 CORPUS = {**{p.name: p for p in sorted(MODELS.glob("*.onnx"))},
           **{path: MODELS / path for path in EXPORTED.values()},
           **{f"hand-built {name}": build for name, build in CASES.items()}}

@@ -3,12 +3,10 @@
 (bugs, listed so that they stay visible; a fix moves the case out)."""
 
 EXPECTED_REFUSED = {
-    'F_adaptive_avg_pool1d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'F_adaptive_avg_pool2d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'F_interpolate': 'mode nearest, coordinate_transformation_mode asymmetric resizing axis',
     'F_upsample': 'mode nearest, coordinate_transformation_mode asymmetric resizing axis',
     'Tensor_slice_copy': 'separate index ranges (',
-    'nn_AdaptiveAvgPool1d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'nn_AdaptiveAvgPool2d': ', batch axis not counted; the nodes around it keep them apart); ncnn holds at most',
     'nn_UpsamplingNearest2d': 'mode nearest, coordinate_transformation_mode asymmetric resizing axis',
     'torch_tensor_split': 'control flow ncnn cannot run, nothing written: Loop node',
