@@ -13,6 +13,10 @@ RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 # the input slots that carry data (the rest are shapes, axes, sizes: constants the rewrite replaces)
 DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpose": 1, "Split": 1, "Slice": 1,
               "Softmax": 1, "Gather": 2, "MatMul": 2}
+REDUCES = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceSumSquare", "ReduceLogSumExp"}
+DATA_SLOTS.update(dict.fromkeys(REDUCES, 1))
+DATA_SLOTS.update({"GatherND": 2, "Expand": 1})
 
 Key = tuple[str, int]       # (tensor, k): the boundary between axes k and k+1
 
@@ -198,11 +202,82 @@ def _matmul(b: Boundaries, g: Graph, node: Node) -> None:
         for t in (left, right, out):
             b.pin(t.name, node)
         return
+    if right.rank == 2 and left.rank == out.rank:
+        # a weight: the left's rows and every axis before them are just rows of one matrix product,
+        # free to merge with each other (tied to the output's same gaps); only the contracted axis is apart
+        b.cut(left.name, left.rank - 2, node)
+        b.cut(out.name, out.rank - 2, node)
+        b.pin(right.name, node)
+        for k in range(left.rank - 2):
+            b.union((left.name, k), (out.name, k))
+        return
     for t in (left, right, out):        # the matrices' own two axes stay apart, and apart from the batch dims
         b.cut(t.name, t.rank - 2, node)
         b.cut(t.name, t.rank - 3, node)
     _broadcast(b, node, [Tensor(t.name, t.shape[:-2]) for t in (left, right)], out, 0, out.rank - 2)
 
 
+def reduce_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
+    """The reduced axes (attribute, or the constant second input since opset 18 / ReduceSum 13), or None."""
+    if "axes" in node.attrs:
+        axes = node.attrs["axes"]
+    elif len(node.inputs) > 1 and node.inputs[1]:
+        value = g.value(node.inputs[1])
+        if value is None:
+            return None
+        axes = value.reshape(-1).tolist()
+    else:
+        axes = [] if node.attrs.get("noop_with_empty_axes", 0) else list(range(x.rank))
+    return sorted({int(a) % x.rank for a in axes})
+
+
+def _reduce(b: Boundaries, g: Graph, node: Node) -> None:
+    """Each reduced axis alone; the gaps between kept axes shared with the output's (keepdims or not)."""
+    x, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    axes = reduce_axes(g, node, x)
+    if axes is None:
+        for t in (x, out):
+            b.pin(t.name, node)
+        return
+    keep = node.attrs.get("keepdims", 1)
+    position = {a: (a if keep else a - sum(r < a for r in axes)) for a in range(x.rank)}
+    for k in range(x.rank - 1):
+        if k not in axes and k + 1 not in axes or keep:
+            b.union((x.name, k), (out.name, position[k]))
+    for a in axes:
+        b.cut_around(x.name, a, node)
+
+
+def _gather_nd(b: Boundaries, g: Graph, node: Node) -> None:
+    """out = indices.shape[:-1] + x.shape[depth:] (batch_dims 0, constant indices): the tuples' own axes
+    merge with the indices' (a constant, reshaped with them), the data's axes past the tuples with the
+    output's; the tuples' axes stay as they are (their positions are the tuples' coordinates)."""
+    x, idx, out = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
+    if node.attrs.get("batch_dims", 0) or not idx.is_constant or idx.rank < 1:
+        for t in (x, idx, out):
+            b.pin(t.name, node)
+        return
+    depth, lead = idx.shape[-1], idx.rank - 1
+    for k in range(min(depth, x.rank - 1)):
+        b.cut(x.name, k, node)
+    for k in range(depth, x.rank - 1):
+        b.union((x.name, k), (out.name, lead + k - depth))
+    for k in range(lead - 1):
+        b.union((idx.name, k), (out.name, k))
+    b.cut(idx.name, lead - 1, node)
+    b.cut(out.name, lead - 1, node)
+
+
+def _expand(b: Boundaries, g: Graph, node: Node) -> None:
+    """A broadcast of one operand to a known shape (the target is rewritten as the merged output's shape)."""
+    out = g.tensors[node.outputs[0]]
+    if None in out.shape:
+        for t in (g.tensors[node.inputs[0]], out):
+            b.pin(t.name, node)
+        return
+    _elementwise(b, g, node)
+
+
 RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
-         "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES}}
+         "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES},
+         **dict.fromkeys(REDUCES, _reduce), "GatherND": _gather_nd, "Expand": _expand}

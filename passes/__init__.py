@@ -15,6 +15,7 @@ from .convert_log_buckets import convert_log_buckets
 from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .convert_window_gathers import convert_window_gathers
 from .eliminate_dead import eliminate_dead
+from .eliminate_empty_concat_inputs import eliminate_empty_concat_inputs
 from .eliminate_identity_qdq import eliminate_identity_qdq
 from .eliminate_noop import eliminate_noop
 from .expand_dynamic_quantization import expand_dynamic_quantization
@@ -46,6 +47,7 @@ from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import insert_split
+from .insert_wide_matmul_reshapes import insert_wide_matmul_reshapes
 from .lower_onnx import lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
@@ -58,6 +60,7 @@ from .resolve_symbolic_extents import resolve_symbolic_extents
 from .resolve_sequences import resolve_sequences
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
+from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
 from .unroll_loops import unroll_loops
 
@@ -99,6 +102,9 @@ PIPELINE: list[Pass] = [
     # after folding (a chain of constants is a constant by then) and before lowering: an integer -> Log ->
     # integer chain on a run-time grid (T5's relative buckets) becomes exact integer thresholds
     convert_log_buckets,
+    # once extents are numbers: a Concat's empty inputs (a [d:d] pass-through slice) go before any
+    # fusion or lowering meets them, ncnn holding no empty blob
+    eliminate_empty_concat_inputs,
     # fusions match ONNX patterns, so they run before lowering
     fuse_conv_batchnorm,
     # after BatchNormalization folding: a Conv -> BN -> Mul chain folds both into the Conv
@@ -142,6 +148,10 @@ PIPELINE: list[Pass] = [
     fold_transpose_chains,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
     split_wide_transposes,
+    # a Linear right after a wide Transpose reads it through a Reshape, so the two group its axes apart
+    insert_wide_matmul_reshapes,
+    # a wide reduction over axes apart from each other: one axis at a time, each step fits
+    split_wide_reductions,
     # what is still wide runs through reshapes, transposes, gathers...: merged over the whole chain; after
     # express_shapes (rewrites its run-time targets) and the fusions (they match the ONNX shapes)
     merge_wide_axes,

@@ -16,7 +16,7 @@ from onnx import helper, numpy_helper, shape_inference
 from converter.batch_axis import assign_batch_axes
 from converter.ir import Graph, Tensor
 
-from .fold_constants import fold_constants
+from .fold_constants import fold_constants, fold_node
 
 
 def _value_info(t: Tensor) -> onnx.ValueInfoProto:
@@ -115,7 +115,44 @@ def infer_shapes(graph: Graph) -> dict:
         stats["shapes_filled"] += filled
         if not filled or not fold_constants(graph)["folded"]:
             break
+    else:
+        stats["shapes_filled"] += _infer_node_by_node(graph)
     return stats
+
+
+def _infer_node_by_node(graph: Graph) -> int:
+    """What the rounds left unknown, node by node in one walk, folding as it goes: each conv of EnCodec's
+    encoder pads by an amount computed from the length its predecessor's padding gave (float arithmetic
+    onnx's data propagation does not follow), one round per layer otherwise."""
+    filled = 0
+    for node in graph.topological():
+        if node.ncnn or _cut(node) or fold_node(graph, node):
+            continue
+        outs = [graph.tensors[o] for o in node.outputs if o]
+        if all(t.shape is not None and None not in t.shape for t in outs):
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op, graph.opset)
+            proto = helper.make_node(node.op, node.inputs, node.outputs, name=node.name,
+                                     **{k: _attribute(v) for k, v in node.attrs.items()})
+            types = {i: _value_info(graph.tensors[i]).type for i in node.inputs if i}
+            data = {i: numpy_helper.from_array(graph.value(i), i) for i in node.inputs
+                    if i and graph.value(i) is not None and _value_needed(graph.tensors[i])}
+            found = onnx.shape_inference.infer_node_outputs(schema, proto, types, data,
+                                                            opset_imports=[helper.make_opsetid("", graph.opset)])
+        except Exception:      # as in a round: what cannot be inferred stays unknown
+            continue
+        for t in outs:
+            tt = found[t.name].tensor_type if t.name in found else None
+            if tt is None or not tt.HasField("shape"):
+                continue
+            merged = _merge(t.shape, tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                           for d in tt.shape.dim))
+            filled += merged != t.shape
+            t.shape = merged
+    if filled:
+        assign_batch_axes(graph)
+    return filled
 
 
 def _infer_once(graph: Graph) -> int:

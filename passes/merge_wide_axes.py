@@ -34,9 +34,12 @@ from converter.axis_boundaries import (
     _slice_axes,
     _softmax_axis,
     _supported,
+    REDUCES,
+    reduce_axes,
 )
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
 from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.wide_transposes import insert_wide_transpose_reshapes
 from converter.symbolic import (
     SHAPE_TERMS,
     SLICE_TERMS,
@@ -51,6 +54,19 @@ from converter.symbolic import (
 
 # ---- the pass -----------------------------------------------------------------------------------------------
 def merge_wide_axes(graph: Graph) -> dict:
+    try:
+        return _merge(graph)
+    except ConversionError:
+        # a last try, only where the plan cannot fit: wide Transposes hand their outputs on through
+        # Reshapes, so their readers need not group the axes their way (relative-position logits)
+        added = insert_wide_transpose_reshapes(graph)
+        if not added:
+            raise
+        return {**_merge(graph), "wide_transpose_reshapes": added}
+
+
+def _merge(graph: Graph) -> dict:
+    """Plan (refusing when a tensor cannot fit; the graph is unchanged then) and rewrite."""
     wide = {n for n, t in graph.tensors.items()
             if not t.is_constant and t.shape is not None and len(t.ncnn_shape) > MAX_NCNN_RANK}
     if not wide:
@@ -332,5 +348,22 @@ def _set_slice_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]
         graph.set_inputs(node, [i for i in inputs[:4]] + ([inputs[4]] if inputs[4] else []))
 
 
+def _set_reduce_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    x = graph.tensors[node.inputs[0]]
+    x_groups = groups.get(x.name) or [[i] for i in range(x.rank)]
+    axes = [_group_of(x_groups, a) for a in reduce_axes(graph, node, x)]
+    if "axes" in node.attrs:
+        node.attrs["axes"] = axes
+    elif len(node.inputs) > 1 and node.inputs[1]:      # (no axes at all: every axis, merged or not)
+        graph.replace_input(node, 1, graph.add_constant(f"{node.name}_merged_axes", np.array(axes, np.int64)).name)
+
+
+def _set_expand_shape(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
+    out = graph.tensors[node.outputs[0]]
+    merged = [_product(out.shape, g) for g in groups.get(out.name) or [[i] for i in range(out.rank)]]
+    graph.replace_input(node, 1, graph.add_constant(f"{node.name}_merged_shape", np.array(merged, np.int64)).name)
+
+
 AXIS_REWRITES = {"Gather": _set_axis, "Split": _set_axis, "Softmax": _set_axis, "Transpose": _set_perm,
-                 "Slice": _set_slice_axes, "Concat": _set_axis}
+                 "Slice": _set_slice_axes, "Concat": _set_axis, **dict.fromkeys(REDUCES, _set_reduce_axes),
+                 "Expand": _set_expand_shape}

@@ -347,7 +347,7 @@ CHECKED_SIZES = {"bert_mask_dyn": SEQ_SIZES, "distilbert_dyn": SEQ_SIZES, "rober
 
 # the second round's builders (phone/board CNNs and hybrids, more Hugging Face encoders) import this
 # module's helpers, so they are merged into BUILDERS only when main runs
-from scripts import zoo_cnn, zoo_dynhw, zoo_hf, zoo_tv  # noqa: E402
+from scripts import zoo_cnn, zoo_dynhw, zoo_hf, zoo_hf3, zoo_timm3, zoo_tv, zoo_tv3  # noqa: E402
 
 
 # ---- export and checks ----
@@ -368,10 +368,13 @@ def check_outputs_vary(model, specs, out_names) -> None:
             raise ValueError(f"output {name} is near constant (std {std:.3g})")
 
 
-def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | None = None) -> None:
+def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | None = None,
+           opset: int | None | str = "zoo") -> None:
+    """`opset`: "zoo" (17 for TorchScript, 18 for dynamo, as the committed files), a number, or None
+    (each exporter's own default)."""
     args = torch_args(specs, np.random.default_rng(0))
-    kwargs = dict(input_names=[s[0] for s in specs], output_names=out_names, opset_version=17 if not dynamo else 18,
-                  dynamo=dynamo)
+    opset = (17 if not dynamo else 18) if opset == "zoo" else opset
+    kwargs = dict(input_names=[s[0] for s in specs], output_names=out_names, opset_version=opset, dynamo=dynamo)
     if dynamo:
         kwargs["external_data"] = False
     if dynamic and not dynamo:
@@ -438,7 +441,8 @@ def build(name: str):
 
 
 def main(argv=None) -> int:
-    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS, **zoo_dynhw.BUILDERS})
+    BUILDERS.update({**zoo_cnn.BUILDERS, **zoo_hf.BUILDERS, **zoo_tv.BUILDERS, **zoo_dynhw.BUILDERS,
+                     **zoo_hf3.BUILDERS, **zoo_timm3.BUILDERS, **zoo_tv3.BUILDERS})
     DYNAMIC.update(zoo_dynhw.DYNAMIC)
     CHECKED_SIZES.update(zoo_dynhw.CHECKED_SIZES)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -446,6 +450,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "models" / "zoo")
     parser.add_argument("--publish", type=Path, help="also copy every file written to this folder")
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
+    parser.add_argument("--opset", default="zoo",
+                        help="'zoo' (17 TorchScript, 18 dynamo: the committed files), a number, or 'default' "
+                             "(each exporter's own)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     manifest_path = args.out / "manifest.json"
@@ -463,7 +470,9 @@ def main(argv=None) -> int:
             key = f"{name}_{exporter}"
             path = args.out / f"{key}.onnx"
             try:
-                export(module, specs, out_names, path, EXPORTERS[exporter], DYNAMIC.get(name))
+                opset = {"zoo": "zoo", "default": None}[args.opset] if args.opset in ("zoo", "default") \
+                    else int(args.opset)
+                export(module, specs, out_names, path, EXPORTERS[exporter], DYNAMIC.get(name), opset)
                 check_onnxruntime(module, specs, out_names, path)
             except Exception as exc:
                 path.unlink(missing_ok=True)

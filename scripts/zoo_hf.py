@@ -50,11 +50,11 @@ def deberta_v2():
     return hf(DebertaV2Model(cfg), [ids(), mask()], TEXT_OUT)
 
 
-def bart_like_config(cls):
+def bart_like_config(cls, **extra):
     return cls(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=LAYERS, decoder_layers=1, encoder_attention_heads=HEADS,
                decoder_attention_heads=HEADS, encoder_ffn_dim=2 * HIDDEN, decoder_ffn_dim=2 * HIDDEN,
                max_position_embeddings=32, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-               attn_implementation="eager")
+               attn_implementation="eager", **extra)
 
 
 def bart_encoder():

@@ -1,4 +1,5 @@
-"""ONNX DFT along the last signal axis -> Reshape, one product with a constant basis, Reshape.
+"""ONNX DFT -> Reshape, one product with a constant basis, Reshape (Transposes around them for a
+signal axis other than the last).
 
 A DFT of length L is linear in the signal: bin f = sum_n x[n] e^(s 2 pi i f n / L) (s = -1, or +1
 and a factor 1/L for the inverse). With the signal's N samples (real: [.., N, 1], complex:
@@ -47,10 +48,13 @@ def dft(graph: Graph, node: Node) -> list[Node]:
     if x.shape is None or x.rank < 3 or x.shape[-1] not in (1, 2):
         raise fail(node, graph, f"the signal must be [batch, ..., N, 1 or 2]; got {x.shape}")
     axis = _axis(graph, node, x.rank)
-    if axis != x.rank - 2:
-        raise fail(node, graph, f"a DFT along axis {axis}, not the last signal axis {x.rank - 2}: "
-                                "ncnn runs it as a product over the last axis only")
-    samples, channels = x.shape[-2], x.shape[-1]
+    if not 1 <= axis <= x.rank - 2:
+        raise fail(node, graph, f"a DFT along axis {axis}: the signal axes are 1..{x.rank - 2}")
+    last = x.rank - 2
+    # another signal axis is swapped with the last one around the product (FNet's 2-D FFT, axis 1 first)
+    swap = list(range(x.rank))
+    swap[axis], swap[last] = last, axis
+    samples, channels = x.shape[axis], x.shape[-1]
     if samples is None:
         raise fail(node, graph, "the signal length along the DFT axis is known only at run time; "
                                 "give it with --input-shape")
@@ -60,11 +64,17 @@ def dft(graph: Graph, node: Node) -> list[Node]:
     if length < 1:
         raise fail(node, graph, f"dft_length {length} must be positive")
     basis = dft_matrix(samples, length, channels, bins, bool(node.attrs["inverse"]))
-    lead = tuple(x.shape[:-2])
-    keep = [0] * len(lead)                        # Reshape's 0 copies an axis, known or not
     steps = OnnxSteps(graph, node)
-    rows = steps.add("Reshape", [x.name], lead + (samples * channels,), {},
+    signal = x.name
+    lead = tuple(x.shape[a] for a in swap[:-2])
+    if axis != last:
+        signal = steps.add("Transpose", [signal], lead + (samples, channels), {"perm": swap})
+    keep = [0] * len(lead)                        # Reshape's 0 copies an axis, known or not
+    rows = steps.add("Reshape", [signal], lead + (samples * channels,), {},
                      const=np.array(keep + [samples * channels], np.int64))
     product = steps.add("MatMul", [rows], lead + (bins * 2,), {}, const=basis)
-    steps.add("Reshape", [product], lead + (bins, 2), {}, const=np.array(keep + [bins, 2], np.int64))
+    moved = lead + (bins, 2)
+    result = steps.add("Reshape", [product], moved, {}, const=np.array(keep + [bins, 2], np.int64))
+    if axis != last:
+        steps.add("Transpose", [result], tuple(moved[p] for p in swap), {"perm": swap})
     return steps.lower()

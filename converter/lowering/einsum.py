@@ -141,6 +141,13 @@ def einsum(graph: Graph, node: Node) -> list[Node]:
     merged = tuple(x if x != 1 else y for x, y in zip(a_batch, b_batch))
     product = chain.add("MatMul", [a_name, b_name], merged + _group(ext_a, m) + _group(ext_b, n))
     extents = {**ext_b, **ext_a, **dict(zip(batch, merged))}
-    result = _reshape(chain, product, merged + tuple(extents[c] for c in m + n))
-    _transpose(chain, result, batch + m + n, out)
+    # when the product's axes must move, letters of extent 1 (a batch of one) wait for the last Reshape:
+    # without them the moved axes fit ncnn's 4 where they might need 5, and no Permute moves a batch axis
+    # that the product (its batch letters merged) no longer has
+    moved = batch + m + n != out
+    letters = "".join(c for c in batch + m + n if extents[c] != 1 or not moved) or batch + m + n
+    result = _reshape(chain, product, tuple(extents[c] for c in letters))
+    result = _transpose(chain, result, letters, "".join(c for c in out if c in letters))
+    if letters != batch + m + n:
+        _reshape(chain, result, tuple(extents[c] for c in out))
     return chain.lower()

@@ -25,7 +25,7 @@ from .common import (
     reshape_layer,
 )
 from .gather_strided import progressions, strided_pieces
-from .one_hot_gather import needs_one_hot, one_hot_gather
+from .one_hot_gather import MAX_ONE_HOT, needs_one_hot, one_hot_gather
 
 MAX_GATHER_PIECES = 16
 
@@ -83,11 +83,15 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
         raise fail(node, graph, "no indices: ncnn cannot hold empty tensors")
     wrapped = _wrapped(graph, node, indices, x.shape[axis])
     picked_shape = tuple(indices.size if a == axis else d for a, d in enumerate(x.shape))
-    as_list = indices.ndim == 1
+    # 1-D indices pick the output itself, when it has the data's batch axis (else a Reshape follows)
+    as_list = indices.ndim == 1 and out.batch_axis == x.batch_axis
     gathered = out.name if as_list else new_tensor(graph, f"{out.name}_picked", picked_shape, x.batch_axis)
     runs = _runs(wrapped)
     if len(runs) <= MAX_GATHER_PIECES:
         layers, pieces = _crops(graph, node, x, out, axis, nc_axis, runs, gathered)
+    elif _scattered_rows(graph, x, axis, wrapped):      # a product with a constant one-hot picks them all
+        positions = graph.add_constant(f"{out.name}_positions", np.asarray(wrapped, np.int64).reshape(indices.shape))
+        return one_hot_gather(graph, node, x, out, axis, indices=positions.name)
     else:
         layers, pieces = _strided(graph, node, x, nc_axis, wrapped, len(runs), gathered)
     if len(pieces) > 1:
@@ -95,6 +99,15 @@ def _pick(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, indices: 
     if not as_list:     # the indices' own shape replaces the picked axis (a scalar drops it)
         layers.append(_index_shape(graph, node, graph.tensors[gathered], out, axis, indices.ndim))
     return layers
+
+
+def _scattered_rows(graph: Graph, x: Tensor, axis: int, wrapped: list[int]) -> bool:
+    """Too many runs, and not a few strided ones, of rows of float data computed at run time along its
+    first axis that is not 1 (UperNet's adaptive pooling to 6 cells of a 3x3 map under torch.export)."""
+    return (len(progressions(wrapped)) > MAX_GATHER_PIECES and len(wrapped) * x.shape[axis] <= MAX_ONE_HOT
+            and not x.is_constant and x.dtype is not None
+            and x.dtype.kind == "f" and x.shape is not None and None not in x.shape
+            and all(d == 1 for d in x.shape[:axis]))
 
 
 def _crops(graph: Graph, node: Node, x: Tensor, out: Tensor, axis: int, nc_axis: int,

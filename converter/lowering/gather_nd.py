@@ -57,7 +57,9 @@ def _flat_gather(graph: Graph, node: Node, data: Tensor, merged: int, linear: np
     """Gather(Reshape(data, (prod(first `merged` extents), *rest)), linear, axis=0) into the output."""
     out = graph.tensors[node.outputs[0]]
     rest = tuple(data.shape[merged:])
-    flat = graph.tensors[new_tensor(graph, f"{data.name}_flat", (math.prod(data.shape[:merged]), *rest), None)]
+    # a batch axis among the kept ones stays the batch axis (ncnn drops it on both sides of the Reshape)
+    batch = None if data.batch_axis is None or data.batch_axis < merged else data.batch_axis - merged + 1
+    flat = graph.tensors[new_tensor(graph, f"{data.name}_flat", (math.prod(data.shape[:merged]), *rest), batch)]
     flatten = reshape_layer(graph, node, data.name, flat.name, {}, suffix="_flatten")
     return [flatten, *_pick(graph, node, flat, out, 0, linear)]
 

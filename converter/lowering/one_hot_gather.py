@@ -118,7 +118,12 @@ def one_hot_gather(graph: Graph, node: Node, table: Tensor, out: Tensor, axis: i
     if rows is not None and rows >= SLOW_ROWS and getattr(graph, "warnings", None) is not None:
         graph.warnings.append(f"{node.describe()}: run-time indices into {rows} rows become a one-hot product "
                               f"({rows * width} multiply-adds per index), exact but much slower than an Embed")
-    layers, hot = _one_hot(graph, node, index.name, count, rows, out.name, table.name, axis)
+    if index.is_constant:       # positions known when converting (too scattered for Crops): a constant one-hot
+        wrapped = np.where(index.value < 0, index.value + rows, index.value).reshape(-1)
+        layers, hot = [], graph.add_constant(f"{out.name}_one_hot",
+                                             (wrapped[:, None] == np.arange(rows)[None, :]).astype(np.float32)).name
+    else:
+        layers, hot = _one_hot(graph, node, index.name, count, rows, out.name, table.name, axis)
     picked = new_tensor(graph, f"{out.name}_picked", (count, width), None)
     if table.is_constant:
         weight = np.asarray(table.value, np.float32).reshape(rows, width)

@@ -1,6 +1,6 @@
 """ONNX DFT as one product with a constant basis (Reshape, Gemm, Reshape), in real ncnn and the
 interpreter against onnxruntime: real and complex signals, one- and two-sided, inverse, padded
-and cut dft_length, opset 17 (axis attribute) and 20 (axis input)."""
+and cut dft_length, along the last signal axis or another (swapped to it), opset 17 (axis attribute) and 20 (axis input)."""
 import numpy as np
 import pytest
 from onnx import helper
@@ -34,6 +34,9 @@ CASES = {
     "cut": dict(shape=[1, 4, 20, 2], axis=2, length=12),
     "opset20_default_axis": dict(shape=[1, 3, 16, 1], opset=20, onesided=1),
     "opset20_axis_input": dict(shape=[1, 16, 2], opset=20, axis=-2, inverse=1),
+    "outer_axis": dict(shape=[1, 16, 8, 1], axis=1),                    # swapped to the last signal axis
+    "outer_axis_complex": dict(shape=[1, 6, 8, 2], axis=1, inverse=1),    # FNet's 2-D FFT, its second step
+    "outer_axis_onesided": dict(shape=[1, 12, 8, 1], axis=1, onesided=1),
 }
 
 
@@ -45,6 +48,6 @@ def test_dft(tmp_path, case):
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 
-def test_dft_along_an_outer_axis_is_refused():
-    with pytest.raises(ConversionError, match="DFT node .*not the last signal axis"):
-        convert(dft_model([1, 16, 8, 1], axis=1))
+def test_dft_along_the_batch_axis_is_refused():
+    with pytest.raises(ConversionError, match="DFT node .*the signal axes are 1..2"):
+        convert(dft_model([1, 16, 8, 1], axis=0))

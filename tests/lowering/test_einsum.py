@@ -30,6 +30,8 @@ def einsum_model(equation, shapes, constant_second=False):
     ("ij,jk", [[4, 6], [6, 3]], False), ("i,i", [[5], [5]], False), ("i,j->ij", [[4], [3]], False),
     ("ij->ji", [[3, 4]], False), ("bij->bj", [[1, 3, 4]], False), ("ijk->", [[2, 3, 4]], False),
     ("bij,bkl->bik", [[2, 3, 4], [2, 5, 6]], False),                # summed-out letters on both sides
+    ("byhwc,hkc->byhwk", [[1, 2, 3, 4, 8], [3, 5, 8]], True),      # MViTv2's relative positions: 5-D, b of 1
+    ("bind,snd->bnis", [[1, 5, 2, 4], [2, 2, 4]], True),           # Funnel's token-type bias: b moves
 ])
 def test_einsum(tmp_path, equation, shapes, constant_second):
     model = einsum_model(equation, shapes, constant_second)

@@ -97,3 +97,15 @@ def test_bad_constant_indices_are_refused(op, indices, attrs, why):
     shape = attrs.pop("shape", [1, 4, 5])
     with pytest.raises(ConversionError, match=why):
         convert(gather_model(op, shape, indices, **attrs))
+
+
+def test_gather_nd_keeps_the_batch_axis_a_transpose_moved(tmp_path):
+    """Falcon's rotary slice under torch.export: the batch axis moved to axis 1 by a Transpose, a row
+    picked along axis 0 by GatherND, then sliced: the picked blob keeps ncnn's rank (batch dropped)."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1, 3]),
+             helper.make_node("GatherND", ["t", "i"], ["g"], batch_dims=0),
+             helper.make_node("Transpose", ["g"], ["u"], perm=[1, 0, 2, 3]),
+             helper.make_node("Slice", ["u", "starts", "ends", "axes"], ["y"])]
+    inits = [("i", np.array([[-2]], np.int64)), ("starts", np.array([0], np.int64)),
+             ("ends", np.array([4], np.int64)), ("axes", np.array([3], np.int64))]
+    check(make_model(nodes, [("x", [1, 8, 6, 8])], [("y", None)], inits), tmp_path)

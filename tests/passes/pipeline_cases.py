@@ -164,9 +164,16 @@ def fuse_sdpa() -> onnx.ModelProto:
                       [("two", np.float32(2.0))])
 
 
+def split_wide_reductions() -> onnx.ModelProto:
+    """Adaptive max pooling 5 -> 3 as torch.export writes it: windows gathered into six axes, a max over
+    two that are apart (convert_window_gathers takes only sums and means)."""
+    from test_split_wide_reductions import pool_model
+    return pool_model(5, 3, op="ReduceMax")
+
+
 CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
                                  merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
                                  convert_pointwise_conv_innerproduct, flatten_matmul_rows,
-                                 fuse_sdpa)}
+                                 fuse_sdpa, split_wide_reductions)}

@@ -77,6 +77,6 @@ def test_manifest_lists_every_file_and_the_zoo_stays_small():
     files = {p.stem for p in ZOO.glob("*.onnx")}
     assert files == set(MANIFEST)
     assert set(EXPECTED_REFUSED) <= files
-    # two rounds of architectures and the dynamic-seq exports: 17.1 MiB; the dynamic H/W CNN, segmentation
-    # and detection exports (scripts/zoo_dynhw.py): 1.9 MiB more, 19 MiB in all
-    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 20 * 2**20
+    # three rounds of architectures, the dynamic-seq exports and the dynamic H/W CNN, segmentation and
+    # detection exports (scripts/zoo_dynhw.py): 24.0 MiB
+    assert sum((ZOO / f"{n}.onnx").stat().st_size for n in files) < 25 * 2**20
