@@ -47,6 +47,9 @@ def dft(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
     if x.shape is None or x.rank < 3 or x.shape[-1] not in (1, 2):
         raise fail(node, graph, f"the signal must be [batch, ..., N, 1 or 2]; got {x.shape}")
+    if node.attrs["onesided"] and node.attrs["inverse"]:
+        raise fail(node, graph, "an inverse DFT of a one-sided spectrum (irfft: a real signal back from its "
+                                "half spectrum) is not supported")
     axis = _axis(graph, node, x.rank)
     if not 1 <= axis <= x.rank - 2:
         raise fail(node, graph, f"a DFT along axis {axis}: the signal axes are 1..{x.rank - 2}")

@@ -51,3 +51,11 @@ def test_dft(tmp_path, case):
 def test_dft_along_the_batch_axis_is_refused():
     with pytest.raises(ConversionError, match="DFT node .*the signal axes are 1..2"):
         convert(dft_model([1, 16, 8, 1], axis=0))
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_inverse_of_a_one_sided_spectrum_is_refused(axis):
+    """irfft (onnx's test_dft_irfft): a real signal of 2 (N - 1) samples from N bins; the product above
+    would give N // 2 + 1 complex bins of the wrong signal instead."""
+    with pytest.raises(ConversionError, match="DFT node .*irfft"):
+        convert(dft_model([1, 6, 10, 2], opset=20, axis=axis, inverse=1, onesided=1))
