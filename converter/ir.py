@@ -188,6 +188,13 @@ class Graph:
         fields = {"inputs": list(producer.inputs), "outputs": list(consumer.outputs), **changes}
         return self.add_node(replace(producer, **fields))
 
+    def replace_nodes(self, old: Iterable[Node], new: Iterable[Node]) -> None:
+        """Remove the `old` nodes, then add the `new` ones (which may reuse the old names and tensors)."""
+        for node in list(old):
+            self.remove_node(node)
+        for node in new:
+            self.add_node(node)
+
     def replace_input(self, node: Node, slot: int, tensor: str) -> None:
         self._unlink(node.inputs[slot], node, slot)
         node.inputs[slot] = tensor

@@ -62,9 +62,7 @@ def flatten_matmul_rows(graph: Graph) -> dict:
             flat_out = biased
             graph.remove_node(bias[0])
         new.append(Node(graph.fresh_name(f"{node.name}_back"), "Reshape", [flat_out, back], [final]))
-        graph.remove_node(node)
-        for made in new:
-            graph.add_node(made)
+        graph.replace_nodes([node], new)
         flattened += 1
     if flattened:
         graph.remove_unused_tensors()

@@ -105,10 +105,7 @@ def fuse_sdpa(graph: Graph) -> dict:
                         ncnn=True, origin=softmax.origin or softmax.name))
         back = graph.add_constant(f"{stem}_back_shape", np.array(out_s, np.int64)).name
         new.append(Node(graph.fresh_name(f"{stem}_back"), "Reshape", [attended, back], [pv.outputs[0]]))
-        for node in old:
-            graph.remove_node(node)
-        for node in new:
-            graph.add_node(node)
+        graph.replace_nodes(old, new)
         fused += 1
     if fused:
         graph.remove_unused_tensors()
