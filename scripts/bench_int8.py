@@ -56,8 +56,10 @@ class Loaded:
         self.times.append(1000 * (time.thread_time() - start))
 
 
-def compare(float_name: str, int8_name: str, runs: int, threads: int) -> str:
+def compare(float_name: str, int8_name: str, runs: int, threads: int, size: tuple[int, int] | None = None) -> str:
     feeds = calibration_feeds(int8_name, seed=99)[0]
+    if size:        # the image tiled out to (H, W): times do not depend on the values
+        feeds = {k: np.resize(v, (*v.shape[:-2], *size)).astype(v.dtype) for k, v in feeds.items()}
     with tempfile.TemporaryDirectory() as tmp:
         fp32 = Loaded(str(fetch(float_name)), feeds, threads, Path(tmp))
         int8 = Loaded(str(quantized(int8_name)), feeds, threads, Path(tmp))
@@ -68,7 +70,8 @@ def compare(float_name: str, int8_name: str, runs: int, threads: int) -> str:
     median = [float(np.median(m.times[1:])) for m in (fp32, int8)]
     return (f"{float_name}: layers fp32 {fp32.layers} int8 {int8.layers}; best fp32 {best[0]:.1f} ms int8 "
             f"{best[1]:.1f} ms ({best[0] / best[1]:.2f}x); median fp32 {median[0]:.1f} ms int8 {median[1]:.1f} ms "
-            f"({median[0] / median[1]:.2f}x) (thread CPU time, {threads} thread(s), {runs} alternating runs)")
+            f"({median[0] / median[1]:.2f}x) (thread CPU time, {threads} thread(s), {runs} alternating runs, "
+            f"input {list(next(iter(feeds.values())).shape)})")
 
 
 def main() -> None:
@@ -76,9 +79,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1, help="more than 1: thread CPU time misses the workers")
     parser.add_argument("--models", nargs="*", default=list(PAIRS), choices=list(PAIRS))
+    parser.add_argument("--size", type=lambda text: tuple(int(v) for v in text.split("x")),
+                        help="HxW: every image input tiled out to this height and width (default: the test inputs')")
     args = parser.parse_args()
     for name in args.models:
-        print(compare(name, PAIRS[name], args.runs, args.threads), flush=True)
+        print(compare(name, PAIRS[name], args.runs, args.threads, args.size), flush=True)
 
 
 if __name__ == "__main__":
