@@ -1,7 +1,8 @@
 """Turn the lowered layers passes/plan_int8.py planned into ncnn int8 layers.
 
 The layer reads the float tensor before the QuantizeLinear/DequantizeLinear pair and
-quantizes it itself (or the pair's output, where float layers keep the pair running anyway); its weights become int8 with ncnn's scales (1/ONNX scale) after
+quantizes it itself (or the pair's output, where float layers keep the pair running anyway or an
+average pooling makes ties); its weights become int8 with ncnn's scales (1/ONNX scale) after
 them (8=int8_scale_term). The lowered float weight must still be exactly the dequantized
 int8 weight (a fusion that changed it keeps the layer in float). Pairs nothing else
 reads die in eliminate_dead. Returns how many layers run int8 and every quantized node
@@ -16,6 +17,7 @@ from converter.ir import Graph, Node
 from .plan_int8 import ActivationPair, Int8Plan
 
 INT8_LAYERS = {"Convolution", "ConvolutionDepthWise", "InnerProduct"}
+AVERAGING, AVERAGE = {"Pooling", "Pooling1D", "Pooling3D"}, 1
 
 
 def _reciprocal(scales: np.ndarray) -> np.ndarray:
@@ -49,6 +51,11 @@ def int8_weights(node: Node, plan: Int8Plan) -> tuple[list[np.ndarray] | None, i
     return [q.astype(np.int8).ravel(), *node.weights[1:], layer_scales, bottom], term, None
 
 
+def _averages(node: Node | None) -> bool:
+    """An average pooling layer (ncnn's Pooling with pooling_type 1)."""
+    return node is not None and node.op in AVERAGING and int(node.params.get(0, 0)) == AVERAGE
+
+
 def apply_int8(graph: Graph) -> dict:
     plans = graph.int8_plans
     if not plans:
@@ -69,11 +76,12 @@ def apply_int8(graph: Graph) -> dict:
         quantized.append((node, plan))
     converted = {node.name for node, _ in quantized}
     for node, plan in quantized:
-        # where float layers read the pair too, its layers run anyway: the int8 layer reads their
-        # output, values on the quantizer's lattice, which ncnn quantizes back to the same steps, so
-        # its rounding (ties away from zero) never meets a tie (an AveragePool's outputs are full of them)
+        # the int8 layer reads the pair's output, values on the quantizer's lattice that ncnn quantizes
+        # back to the same steps, so its rounding (ties away from zero) never meets a tie, where the
+        # pair's layers run anyway (float layers read it too) or where ties are the rule: an average
+        # of steps (average pooling) lands on half steps
         others = [c for c in graph.consumers(plan.dq_out) if c.name not in converted]
-        if not others and plan.dq_out not in graph.outputs:
+        if not others and plan.dq_out not in graph.outputs and not _averages(graph.producer(plan.x)):
             graph.replace_input(node, 0, plan.x)
     count = len(quantized)
     for name, pair in plans.items():

@@ -1,6 +1,7 @@
-"""apply_int8: an int8 layer whose input pair float layers read as well takes the pair's output (values
-on the quantizer's lattice), so ncnn's own rounding never meets the ties an AveragePool makes; where
-only int8 layers read the pair, they take the float tensor before it and the pair's layers go."""
+"""apply_int8: an int8 layer whose input pair float layers read as well, or whose input an average
+pooling makes (full of ties), takes the pair's output (values on the quantizer's lattice), so ncnn's own
+rounding never meets those ties; elsewhere, where only int8 layers read the pair, they take the float
+tensor before it and the pair's layers go."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,24 +39,39 @@ def _pooled_model(float_reader: bool):
 
 
 @pytest.mark.parametrize("float_reader", [True, False])
-def test_int8_conv_after_a_pool_reads_the_pair_where_it_runs_anyway(tmp_path, float_reader):
+def test_int8_conv_after_a_pool_reads_the_pairs_lattice(tmp_path, float_reader):
     model = _pooled_model(float_reader)
     x = (np.random.default_rng(8).integers(-120, 120, (1, 4, 10, 12)) * 0.0625).astype(np.float32)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    want = ort.InferenceSession(model.SerializeToString(), options).run(["y"], {"x": x})[0]
+    want = _spec(model, x)
     converted = convert(model)
     assert converted.stats["int8_layers"] == 1
     conv = next(n for n in converted.graph if n.op == "Convolution")
-    pair_layers = sum(n.origin == "QuantizeLinear_3" or n.name.startswith("pq") for n in converted.graph)
+    assert converted.graph.producer(conv.inputs[0]).op in ("BinaryOp", "Split")       # the pair's output
+    got = _real_ncnn(converted, x, tmp_path).reshape(want.shape)
+    # the conv quantizes lattice values: the spec's integers, so the spec's result up to float rounding
+    assert np.abs(got - want).max() <= np.abs(want).max() * 2.0 ** -20
+
+
+def test_int8_conv_after_a_conv_reads_the_float_tensor(tmp_path):
+    """No float reader, no averaging: the int8 layer quantizes the float tensor itself and the pair's
+    layers go (ties are as rare as for any float value)."""
+    model = _pooled_model(False)
+    pool = next(node for node in model.graph.node if node.op_type == "AveragePool")
+    pool.op_type = "MaxPool"
+    converted = convert(model)
+    conv = next(n for n in converted.graph if n.op == "Convolution")
+    assert converted.stats["int8_layers"] == 1 and converted.graph.producer(conv.inputs[0]).op == "Pooling"
+    assert not any(n.origin in ("QuantizeLinear_3", "DequantizeLinear_4") for n in converted.graph)
+
+
+def _spec(model, x):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options).run(["y"], {"x": x})[0]
+
+
+def _real_ncnn(converted, x, tmp_path):
     param, bin_ = tmp_path / "m.param", tmp_path / "m.bin"
     converted.save(param, bin_)
     (e_in,), e_out = converted.io()["inputs"], converted.io()["outputs"][0]
-    got = run_ncnn(param, bin_, {e_in["ncnn"]: to_ncnn(x, e_in)}, [e_out["ncnn"]])[e_out["ncnn"]].reshape(want.shape)
-    step = np.abs(want).max() * 2.0 ** -20            # float rounding of the sums, far below one input step
-    if float_reader:      # the conv quantizes lattice values: the spec's integers, so the spec's result
-        assert converted.graph.producer(conv.inputs[0]).op in ("BinaryOp", "Split")
-        assert np.abs(got - want).max() <= step
-    else:                 # the pool's output itself, its ties rounded away from zero by ncnn: steps off
-        assert converted.graph.producer(conv.inputs[0]).op == "Pooling" and pair_layers == 0
-        assert np.abs(got - want).max() > 100 * step
+    return run_ncnn(param, bin_, {e_in["ncnn"]: to_ncnn(x, e_in)}, [e_out["ncnn"]])[e_out["ncnn"]]
