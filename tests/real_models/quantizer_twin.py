@@ -4,8 +4,8 @@ onnxruntime to run: what the spec graph gives when it quantizes as ncnn does.
 The converted file quantizes in two ways, both documented deviations from the spec's
 round_half_even(x / s): an int8 layer's input is quantized by ncnn itself, round(x * (1/s))
 with ties away from zero and clamped to -127..127 (converter/lowering/quantize.py's notes,
-passes/apply_int8.py; where float layers read the pair too, the layer reads the pair's output
-and only the clamp remains); an emulated pair computes x * (1/s) (ncnn's division is not correctly
+passes/apply_int8.py; where float layers read the pair too, or after an average pooling, the
+layer reads the pair's output and only the clamp remains); an emulated pair computes x * (1/s) (ncnn's division is not correctly
 rounded), then rounds half to even. How far the twin lands from the spec graph is how much those
 roundings move the outputs, measured by onnxruntime itself.
 """
@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+
+AVERAGING = {"AveragePool", "GlobalAveragePool"}      # passes/apply_int8.py reads the lattice after these
 
 
 def _quantizer(graph: onnx.GraphProto, prefix: str, q: onnx.NodeProto, constants: dict,
@@ -67,9 +70,11 @@ def ncnn_arithmetic_twin(model: onnx.ModelProto, int8_nodes: set[str]) -> onnx.M
         if q is None or not _activation_quantizer(q, constants):
             continue
         prefix = f"twin_int8_{node.name}_"
-        if any(r not in int8_nodes for r in readers[dq.output[0]]):
-            # float layers keep the pair running: the int8 layer reads its values on the lattice, and
-            # ncnn's quantizer gives their steps back but for -128, which it clamps to -127
+        averaged = producer.get(q.input[0]) is not None and producer[q.input[0]].op_type in AVERAGING
+        if averaged or any(r not in int8_nodes for r in readers[dq.output[0]]):
+            # float layers keep the pair running, or an average pooling makes ties: the int8 layer reads
+            # its values on the lattice, and ncnn's quantizer gives their steps back but for -128,
+            # which it clamps to -127
             bound = 127 * float(constants[q.input[1]].ravel()[0])
             for name, v in (("low", -bound), ("high", bound)):
                 graph.initializer.append(numpy_helper.from_array(np.array(v, np.float32), prefix + name))
