@@ -83,7 +83,7 @@ def describe(tensor: torch.Tensor) -> dict:
     return spec
 
 
-def export_case(module, inputs, path: Path, dynamo: bool = False) -> dict:
+def export_case(module, inputs, path: Path, dynamo: bool = False, opset: int | None = None) -> dict:
     if not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError("a traced input is not a tensor")
     names = [f"in{k}" for k in range(len(inputs))]
@@ -96,7 +96,7 @@ def export_case(module, inputs, path: Path, dynamo: bool = False) -> dict:
         stdout, sys.stdout = sys.stdout, io.StringIO()
         try:
             torch.onnx.export(module, tuple(inputs), str(path), input_names=names, output_names=outputs,
-                              opset_version=18 if dynamo else 17, dynamo=dynamo,
+                              opset_version=opset or (18 if dynamo else 17), dynamo=dynamo,
                               **({"external_data": False} if dynamo else {}))
         finally:
             sys.stdout = stdout
@@ -120,6 +120,8 @@ def main(argv=None) -> int:
     parser.add_argument("--publish", type=Path, help="also copy the files to this folder")
     parser.add_argument("--dynamo-first", action="store_true", help="export with dynamo=True (opset 18) "
                         "first and fall back to the torchscript exporter (the default is the other way round)")
+    parser.add_argument("--dynamo-opset", type=int, help="the opset for the dynamo exporter (default 18; "
+                        "torch 2.14's own default is 20)")
     parser.add_argument("--max-bytes", type=int, help="drop cases whose file is larger (the committed "
                         "models/peer_cases holds the cases under 1000000 bytes)")
     args = parser.parse_args(argv)
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
             order = (True, False) if args.dynamo_first else (False, True)
             for dynamo in order:    # the second exporter only where the first one fails
                 try:
-                    manifest[case] = export_case(module, inputs, path, dynamo)
+                    manifest[case] = export_case(module, inputs, path, dynamo, args.dynamo_opset if dynamo else None)
                     if args.max_bytes is not None and path.stat().st_size > args.max_bytes:
                         raise ValueError(f"{path.stat().st_size} bytes, over --max-bytes")
                     break
