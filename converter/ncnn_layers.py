@@ -138,6 +138,9 @@ layer("Erf")
 layer("PReLU", (0, "num_slope", INT, 0), weights=(WeightSpec("slope", _numel("num_slope")),))
 layer("Softmax", (0, "axis", INT, 0), (1, "fixbug0", INT, 0))
 layer("Convolution", *_CONV_GEOMETRY, weights=_CONV_WEIGHTS + _INT8_WEIGHTS)
+# deformableconv2d.cpp: Convolution's geometry ids; no group, no int8, the weight flagged
+layer("DeformableConv2D", *(g for g in _CONV_GEOMETRY[:-2] if g[0] != 8), weights=_CONV_WEIGHTS[:1] + (
+    WeightSpec("bias", _numel("num_output"), present=_has_bias),))
 layer("ConvolutionDepthWise", *_CONV_GEOMETRY, (7, "group", INT, 1),
       weights=_CONV_WEIGHTS + _INT8_DW_WEIGHTS)
 layer("Deconvolution", *_CONV_GEOMETRY[:-2], (18, "output_pad_right", INT, 0),

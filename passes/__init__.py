@@ -58,6 +58,7 @@ from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
 from .resolve_symbolic_extents import resolve_symbolic_extents
 from .resolve_sequences import resolve_sequences
+from .rewrite_division_nan_guard import rewrite_division_nan_guard
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
 from .sink_quantize import sink_quantize
 from .split_wide_reductions import split_wide_reductions
@@ -137,6 +138,8 @@ PIPELINE: list[Pass] = [
     merge_batch_into_channels,
     # ONNX ops in, ONNX ops out (Max/Sub/ReduceMax/Softmax/Mul): before the axis merge and lowering
     rewrite_softmax_nan_guard,
+    # likewise ONNX ops in and out (Equal/And/Cast/Add): the atan2 guard of torch.export
+    rewrite_division_nan_guard,
     # a gathered tensor of windows wider than ncnn that is only summed and scaled becomes MatMuls by
     # constants before the axis merges, which would refuse it
     convert_window_gathers,

@@ -9,7 +9,8 @@ HEAD at run time and never copied into this project. Each file's source is execu
 available; its test functions run until they call torch.jit.trace, which is intercepted: the traced
 module and its example inputs are the case (a file with a second test function, e.g. a batch
 variant, gives a second case). Each case is exported with torch.onnx.export(dynamo=False, opset 17)
-to <out>/<name>.onnx (where that exporter fails, with dynamo=True, opset 18), checked against torch in onnxruntime, and described in <out>/manifest.json
+to <out>/<name>.onnx (where that exporter fails, with dynamo=True, opset 18; --dynamo-first tries
+dynamo first), checked against torch in onnxruntime, and described in <out>/manifest.json
 (inputs: shape, dtype, the range the test drew from). Cases whose export fails are listed, not fatal.
 Needs torch (a tools venv, not a project dependency); scripts/peer_cases_status.py judges the files.
 """
@@ -82,7 +83,7 @@ def describe(tensor: torch.Tensor) -> dict:
     return spec
 
 
-def export_case(module, inputs, path: Path, dynamo: bool = False) -> dict:
+def export_case(module, inputs, path: Path, dynamo: bool = False, opset: int | None = None) -> dict:
     if not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError("a traced input is not a tensor")
     names = [f"in{k}" for k in range(len(inputs))]
@@ -95,7 +96,7 @@ def export_case(module, inputs, path: Path, dynamo: bool = False) -> dict:
         stdout, sys.stdout = sys.stdout, io.StringIO()
         try:
             torch.onnx.export(module, tuple(inputs), str(path), input_names=names, output_names=outputs,
-                              opset_version=18 if dynamo else 17, dynamo=dynamo,
+                              opset_version=opset or (18 if dynamo else 17), dynamo=dynamo,
                               **({"external_data": False} if dynamo else {}))
         finally:
             sys.stdout = stdout
@@ -117,6 +118,10 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", help="test file names without test_ and .py (default all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--publish", type=Path, help="also copy the files to this folder")
+    parser.add_argument("--dynamo-first", action="store_true", help="export with dynamo=True (opset 18) "
+                        "first and fall back to the torchscript exporter (the default is the other way round)")
+    parser.add_argument("--dynamo-opset", type=int, help="the opset for the dynamo exporter (default 18; "
+                        "torch 2.14's own default is 20)")
     parser.add_argument("--max-bytes", type=int, help="drop cases whose file is larger (the committed "
                         "models/peer_cases holds the cases under 1000000 bytes)")
     args = parser.parse_args(argv)
@@ -143,9 +148,10 @@ def main(argv=None) -> int:
             failures[name] = "no traced module (the test skips on this torch)"
         for case, (module, inputs) in cases.items():
             path = args.out / f"{case}.onnx"
-            for dynamo in (False, True):    # the dynamo exporter only where the torchscript one fails
+            order = (True, False) if args.dynamo_first else (False, True)
+            for dynamo in order:    # the second exporter only where the first one fails
                 try:
-                    manifest[case] = export_case(module, inputs, path, dynamo)
+                    manifest[case] = export_case(module, inputs, path, dynamo, args.dynamo_opset if dynamo else None)
                     if args.max_bytes is not None and path.stat().st_size > args.max_bytes:
                         raise ValueError(f"{path.stat().st_size} bytes, over --max-bytes")
                     break
@@ -154,12 +160,13 @@ def main(argv=None) -> int:
                     manifest.pop(case, None)
                     text = str(exc).strip().replace(str(path), path.name)
                     text = text.splitlines()[0][:120] if text else ""
-                    failures[case] = (f"{failures[case]}; dynamo: {type(exc).__name__}: {text}" if dynamo
-                                      else f"export: {type(exc).__name__}: {text}")
+                    label = "dynamo" if dynamo else "torchscript"
+                    failures[case] = (f"{failures[case]}; {label}: {type(exc).__name__}: {text}"
+                                      if dynamo != order[0] else f"export: {type(exc).__name__}: {text}")
             else:
                 continue
-            if dynamo:
-                failures[case] += " (exported with dynamo=True instead)"
+            if dynamo != order[0]:
+                failures[case] += f" (exported with dynamo={dynamo} instead)"
         print(f"{name}: {', '.join(cases) or '-'}", flush=True)
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
     failures_path.write_text("".join(f"{k}: {v}\n" for k, v in sorted(failures.items())))

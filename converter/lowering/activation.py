@@ -23,7 +23,7 @@ from .elementwise import binary
 
 UNARY = {"Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Sqrt": "sqrt", "Exp": "exp",
          "Log": "log", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
-         "Atan": "atan", "Reciprocal": "reciprocal", "Round": "round"}
+         "Reciprocal": "reciprocal", "Round": "round"}
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -41,6 +41,17 @@ def unary(graph: Graph, node: Node) -> list[Node]:
     if node.op in INTEGER_EXACT and graph.tensors[node.inputs[0]].dtype.kind in "iu":
         return [layer(node, graph, "UnaryOp", node.inputs[:1], node.outputs[:1], {0: UNARY_OPS[UNARY[node.op]]})]
     return _one(graph, node, "UnaryOp", {0: UNARY_OPS[UNARY[node.op]]})
+
+
+@lowers("Atan")
+def atan(graph: Graph, node: Node) -> list[Node]:
+    """ncnn's atan gives NaN for +-inf (measured) but pi/2 for FLT_MAX: clamp first, so that an
+    Atan of a division by zero (torch's atan2) gives +-pi/2 as in onnxruntime."""
+    require_float(graph, node)
+    x = graph.tensors[node.inputs[0]]
+    finite = new_tensor(graph, f"{node.outputs[0]}_finite", x.shape, x.batch_axis)
+    return [layer(node, graph, "Clip", node.inputs[:1], [finite], {0: -FLT_MAX, 1: FLT_MAX}, suffix="_finite"),
+            layer(node, graph, "UnaryOp", [finite], node.outputs[:1], {0: UNARY_OPS["atan"]})]
 
 
 @lowers("Relu")

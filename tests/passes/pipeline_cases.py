@@ -77,6 +77,12 @@ def rewrite_softmax_nan_guard() -> onnx.ModelProto:
     return make_model(nodes, [("x", [1, 2, 4])], [("y", None)], [("bias", bias), ("zero", np.float32(0))])
 
 
+def rewrite_division_nan_guard() -> onnx.ModelProto:
+    """torch.export's atan2: Where(IsNaN(r), 0, r) over atan(y / x) moved by +-pi."""
+    from test_rewrite_division_nan_guard import atan2_model
+    return atan2_model()
+
+
 def merge_broadcast_axes() -> onnx.ModelProto:
     """A 6-D Add (5 ncnn axes) whose operands broadcast alike over merged axis runs."""
     nodes = [helper.make_node("Add", ["x", "c"], ["y"])]
@@ -174,6 +180,6 @@ def split_wide_reductions() -> onnx.ModelProto:
 CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
-                                 merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
+                                 rewrite_division_nan_guard, merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
                                  convert_pointwise_conv_innerproduct, flatten_matmul_rows,
                                  fuse_sdpa, split_wide_reductions)}

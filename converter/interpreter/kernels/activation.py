@@ -212,10 +212,15 @@ def _ieee_rsqrt(x):
     return F32(1) / np.sqrt(x)
 
 
+def _ncnn_atan(x):
+    """ncnn's atan is NaN at +-inf (measured with the pip runtime), pi/2 at FLT_MAX."""
+    return np.where(np.isinf(x), F32(np.nan), np.arctan(x)).astype(x.dtype, copy=False)
+
+
 UNARY = {
     0: np.abs, 1: np.negative, 2: np.floor, 3: np.ceil, 4: np.square, 5: np.sqrt,
     6: _ieee_rsqrt, 7: np.exp, 8: np.log, 9: np.sin, 10: np.cos, 11: np.tan,
-    12: np.arcsin, 13: np.arccos, 14: np.arctan, 15: lambda x: F32(1) / x, 16: np.tanh,
+    12: np.arcsin, 13: np.arccos, 14: _ncnn_atan, 15: lambda x: F32(1) / x, 16: np.tanh,
     17: np.log10, 18: np.rint, 19: np.trunc, 20: np.sign, 21: np.expm1, 22: np.sinh,
     23: np.arcsinh, 24: np.cosh, 25: np.arccosh, 26: np.arctanh, 27: np.log1p,
 }
