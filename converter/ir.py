@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import networkx as nx
 import numpy as np
@@ -187,6 +187,13 @@ class Graph:
         self.remove_node(producer)
         fields = {"inputs": list(producer.inputs), "outputs": list(consumer.outputs), **changes}
         return self.add_node(replace(producer, **fields))
+
+    def onnx_nodes_of(self, op: str) -> Iterator[Node]:
+        """The ONNX (not yet lowered) nodes of type `op` in topological order, each skipped once an
+        earlier rewrite in the same walk has removed it."""
+        for node in self.topological():
+            if node.op == op and not node.ncnn and node.name in self.nodes:
+                yield node
 
     def replace_nodes(self, old: Iterable[Node], new: Iterable[Node]) -> None:
         """Remove the `old` nodes, then add the `new` ones (which may reuse the old names and tensors)."""

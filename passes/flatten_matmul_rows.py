@@ -37,8 +37,8 @@ def _new(graph: Graph, stem: str, shape: tuple) -> str:
 
 def flatten_matmul_rows(graph: Graph) -> dict:
     flattened = 0
-    for node in graph.topological():
-        if node.op != "MatMul" or node.ncnn or node.name in graph.int8_plans or node.name not in graph.nodes:
+    for node in graph.onnx_nodes_of("MatMul"):
+        if node.name in graph.int8_plans:
             continue
         a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
         w = graph.value(node.inputs[1])

@@ -21,9 +21,7 @@ def _perm(graph: Graph, node: Node) -> list[int] | None:
 
 def fold_transpose_chains(graph: Graph) -> dict:
     folded = cancelled = 0
-    for node in graph.topological():
-        if node.op != "Transpose" or node.ncnn or node.name not in graph.nodes:
-            continue
+    for node in graph.onnx_nodes_of("Transpose"):
         first = graph.producer(node.inputs[0])
         if first is None or first.op != "Transpose" or first.ncnn or first.outputs[0] in graph.outputs \
                 or graph.use_count(first.outputs[0]) != 1:

@@ -380,9 +380,7 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
 
 def fuse_attention(graph: Graph) -> dict:
     fused, masks, shapes = 0, {}, symbolic_shapes(graph)
-    for softmax in graph.topological():
-        if softmax.op != "Softmax" or softmax.ncnn or softmax.name not in graph.nodes:
-            continue
+    for softmax in graph.onnx_nodes_of("Softmax"):
         try:
             node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, _scores, masks)
         except NoMatch:

@@ -48,9 +48,7 @@ def _match(graph: Graph, transpose: Node) -> tuple[str, int, list[Node], str] | 
 
 def fuse_channel_shuffle(graph: Graph) -> dict:
     fused = 0
-    for transpose in graph.topological():
-        if transpose.op != "Transpose" or transpose.ncnn or transpose.name not in graph.nodes:
-            continue
+    for transpose in graph.onnx_nodes_of("Transpose"):
         found = _match(graph, transpose)
         if found is None:
             continue

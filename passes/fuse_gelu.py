@@ -84,9 +84,7 @@ def _match(graph: Graph, erf: Node) -> tuple[str, list[Node]] | None:
 
 def fuse_gelu(graph: Graph) -> dict:
     fused = 0
-    for erf in graph.topological():
-        if erf.op != "Erf" or erf.ncnn or erf.name not in graph.nodes:
-            continue
+    for erf in graph.onnx_nodes_of("Erf"):
         found = _match(graph, erf)
         if found is None:
             continue

@@ -95,9 +95,7 @@ def _outer(graph: Graph, tanh: Node, x: str) -> list[Node] | None:
 
 def fuse_gelu_tanh(graph: Graph) -> dict:
     fused = 0
-    for tanh in graph.topological():
-        if tanh.op != "Tanh" or tanh.ncnn or tanh.name not in graph.nodes:
-            continue
+    for tanh in graph.onnx_nodes_of("Tanh"):
         inner = _inner(graph, tanh)
         outer = None if inner is None else _outer(graph, tanh, inner[0])
         if outer is None:

@@ -74,9 +74,7 @@ def _match(graph: Graph, norm: Node):
 
 def fuse_groupnorm(graph: Graph) -> dict:
     fused = 0
-    for norm in graph.topological():
-        if norm.op != "InstanceNormalization" or norm.ncnn or norm.name not in graph.nodes:
-            continue
+    for norm in graph.onnx_nodes_of("InstanceNormalization"):
         found = _match(graph, norm)
         if found is None:
             continue

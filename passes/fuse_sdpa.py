@@ -84,9 +84,7 @@ def _as_groups(graph: Graph, name: str, shape: tuple, stem: str, nodes: list) ->
 
 def fuse_sdpa(graph: Graph) -> dict:
     fused = 0
-    for softmax in graph.topological():
-        if softmax.op != "Softmax" or softmax.ncnn or softmax.name not in graph.nodes:
-            continue
+    for softmax in graph.onnx_nodes_of("Softmax"):
         found = _match(graph, softmax)
         if found is None:
             continue
