@@ -30,22 +30,10 @@ from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-SEQ, VOCAB, HIDDEN, HEADS, LAYERS = 8, 100, 32, 2, 2
+from scripts.zoo_specs import (  # noqa: E402
+    HEADS, HIDDEN, LAYERS, VOCAB, Outputs, hf, ids, image, mask, small_text_config)
+
 EXPORTERS = {"ts": False, "dynamo": True}       # name suffix -> torch.onnx.export(dynamo=...)
-
-
-# ---- inputs: (name, shape, dtype, kind, low, high); kind says how a test should draw values ----
-
-def ids(name="input_ids", batch=1, seq=SEQ, vocab=VOCAB):
-    return (name, [batch, seq], "int64", "ids", 0, vocab)
-
-
-def mask(name="attention_mask", batch=1, seq=SEQ):
-    return (name, [batch, seq], "int64", "mask", 0, 1)        # right padded, the first token kept
-
-
-def image(name="pixel_values", shape=(1, 3, 32, 32)):
-    return (name, list(shape), "float32", "float", -1.0, 1.0)
 
 
 def draw(spec, rng):
@@ -97,31 +85,6 @@ def calibrate_batchnorm(model: nn.Module, make_args, rng) -> None:
 
 
 # ---- model builders: name -> (module, input specs, output names) ----
-
-class Outputs(nn.Module):
-    """A Hugging Face model as a module returning a tuple of selected output fields."""
-
-    def __init__(self, inner, fields, names):
-        super().__init__()
-        self.inner, self.fields, self.names = inner, fields, names
-
-    def forward(self, *args):
-        out = self.inner(**dict(zip(self.names, args)))
-        return tuple(out[f] for f in self.fields)
-
-
-def hf(model, specs, fields):
-    model.config.use_cache = False if hasattr(model.config, "use_cache") else None
-    return Outputs(model, fields, [s[0] for s in specs]), specs, list(fields)
-
-
-def small_text_config(cls, **extra):
-    base = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                intermediate_size=2 * HIDDEN, max_position_embeddings=32, hidden_dropout_prob=0.0,
-                attention_probs_dropout_prob=0.0, attn_implementation="eager")
-    base.update(extra)
-    return cls(**base)
-
 
 def bert(with_mask):
     from transformers import BertConfig, BertModel

@@ -13,7 +13,7 @@ import torchvision
 from torch import nn
 from timm.utils.model import reparameterize_model
 
-from scripts.export_zoo import image
+from scripts.zoo_specs import image
 
 CLASSES = 10
 

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scripts.export_zoo import image
+from scripts.zoo_specs import image
 
 CLASSES = 10
 HW = {"x": {0: "batch", 2: "height", 3: "width"}}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scripts.export_zoo import HEADS, HIDDEN, LAYERS, SEQ, VOCAB, hf, ids, image, mask, small_text_config
+from scripts.zoo_specs import HEADS, HIDDEN, LAYERS, SEQ, VOCAB, hf, ids, image, mask, small_text_config
 
 VISION = dict(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=2 * HIDDEN,
               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="eager")

@@ -7,7 +7,7 @@ speech encoders (Data2Vec audio, SEW, UniSpeech, Speech2Text). Tiny configs, ran
 (export_zoo.randomize), no model hub."""
 from __future__ import annotations
 
-from scripts.export_zoo import HEADS, HIDDEN, LAYERS, SEQ, VOCAB, hf, ids, image, mask, small_text_config
+from scripts.zoo_specs import HEADS, HIDDEN, LAYERS, SEQ, VOCAB, hf, ids, image, mask, small_text_config
 from scripts.zoo_hf import AUDIO, VISION, bart_like_config, waveform
 
 TEXT_OUT = ["last_hidden_state"]

@@ -8,7 +8,7 @@ from functools import partial
 
 from torch import nn
 
-from scripts.export_zoo import image
+from scripts.zoo_specs import image
 
 CLASSES = 10
 

@@ -11,7 +11,7 @@ from torch import nn
 from torchvision.models import convnext, efficientnet, maxvit, swin_transformer, vision_transformer
 from torchvision.models.segmentation import deeplabv3, lraspp
 
-from scripts.export_zoo import image
+from scripts.zoo_specs import image
 
 CLASSES = 10
 

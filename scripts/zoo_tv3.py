@@ -9,7 +9,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from scripts.export_zoo import image
+from scripts.zoo_specs import image
 
 CLASSES = 10
 
