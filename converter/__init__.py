@@ -6,7 +6,7 @@ passes/) must not pull in the API, which itself runs the passes.
 from importlib import import_module
 
 _PUBLIC = {"ConversionError": "ir", "NcnnModel": "api", "convert": "api", "load_ncnn": "api",
-           "VerifyReport": "verification", "verify": "verification"}
+           "VerifyReport": "verification.check", "verify": "verification.check"}
 __all__ = sorted(_PUBLIC)
 
 

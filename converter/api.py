@@ -9,14 +9,7 @@ from typing import Callable
 import numpy as np
 from onnx import numpy_helper
 
-from passes import run_pipeline
-from passes.fix_broadcast import fix_broadcast
-
-from .example_sizes import example_shapes
-from .int_inputs import ncnn_dtype
-from .interpreter import Plan
-from .ir import Graph
-from .layout import (
+from converter.ncnn_side.layout import (
     LAYOUTS,
     declared_inputs,
     read_sidecar,
@@ -25,9 +18,16 @@ from .layout import (
     to_ncnn,
     to_onnx,
 )
-from .onnx_loader import load_onnx_and_proto
-from .reader import read_ncnn
-from .writer import NcnnNames, ncnn_names, save
+from converter.ncnn_side.reader import read_ncnn
+from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
+from converter.onnx_side.loader import load_onnx_and_proto
+from converter.shapes.example_sizes import example_shapes
+from converter.shapes.int_inputs import ncnn_dtype
+from passes import run_pipeline
+from passes.fix_broadcast import fix_broadcast
+
+from .interpreter import Plan
+from .ir import Graph
 
 
 @dataclass
@@ -35,7 +35,7 @@ class NcnnModel:
     """An ncnn graph (converted or read from files) with its blob names."""
     graph: Graph
     stats: dict = field(default_factory=dict)
-    # for files read back: the io record written beside them (converter/layout.py), else None
+    # for files read back: the io record written beside them (converter/ncnn_side/layout.py), else None
     record: dict | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)

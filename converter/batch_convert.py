@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from converter.onnx_side.loader import read_model
+from converter.onnx_side.pnnx_args import pnnx_input_shapes
+from converter.verification.fp16 import weight_warnings
+from converter.verification.harness import harness_script, script_path
+
 from .api import NcnnModel, convert, output_paths
-from .fp16 import weight_warnings
-from .harness import harness_script, script_path
 from .ir import ConversionError
-from .onnx_loader import read_model
-from .pnnx_args import pnnx_input_shapes
 
 EXIT_OK, EXIT_REFUSED = 0, 2
 

@@ -13,17 +13,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from converter.ncnn_side.layout import LAYOUTS, LayoutError, to_ncnn
+from converter.ncnn_side.reader import NcnnFormatError
+from converter.onnx_side.loader import read_model
+from converter.onnx_side.pnnx_args import pnnx_input_shapes, split_pnnx_args
+from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
+from converter.verification.report import check_report_path, text_table, write_report
+from converter.verification.check import verify
+
 from .api import convert, load_ncnn
 from .batch_convert import Options, run_batch, write_conversion
-from .image_input import ImageSpec, is_image_path, parse_image_spec
 from .interpreter import InterpreterError
 from .ir import ConversionError
-from .layout import LAYOUTS, LayoutError, to_ncnn
-from .onnx_loader import read_model
-from .pnnx_args import pnnx_input_shapes, split_pnnx_args
-from .reader import NcnnFormatError
-from .verification import verify
-from .verify_report import check_report_path, text_table, write_report
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -74,7 +75,7 @@ def _input_values(items: list[str] | None) -> dict[str, list]:
 
 
 def _input_shapes(args) -> dict[str, list[int]]:
-    """--input-shape NAME=DIMS, and pnnx's inputshape=[...] words (converter/pnnx_args.py)."""
+    """--input-shape NAME=DIMS, and pnnx's inputshape=[...] words (converter/onnx_side/pnnx_args.py)."""
     shapes = dict(parse_dims(t) for t in args.input_shape or [])
     if not getattr(args, "pnnx_shapes", None):
         return shapes
@@ -146,7 +147,7 @@ def broadcast_summary(stats: dict) -> str:
 
 def _npy_inputs(items: list[str] | None) -> dict:
     """NAME=FILE.npy arrays, and NAME=IMAGE[:options] specs that become arrays once the input's
-    shape is known (converter/image_input.py)."""
+    shape is known (converter/verification/image_input.py)."""
     arrays = {}
     for text in items or []:
         name, sep, path = text.partition("=")

@@ -202,6 +202,12 @@ class Graph:
         for node in new:
             self.add_node(node)
 
+    def rename_output(self, node: Node, old: str, new: str) -> None:
+        """Make `node` write tensor `new` where it wrote `old` (its readers are the caller's to move)."""
+        self.remove_node(node)
+        node.outputs = [new if o == old else o for o in node.outputs]
+        self.add_node(node)
+
     def replace_input(self, node: Node, slot: int, tensor: str) -> None:
         self._unlink(node.inputs[slot], node, slot)
         node.inputs[slot] = tensor

@@ -10,7 +10,7 @@ w") or an expression is left alone. One walk.
 from __future__ import annotations
 
 from converter.ir import Graph
-from converter.ncnn_axes import COPY
+from converter.ncnn_side.axes import COPY
 
 NO_BATCH_AXIS = 233
 ONE_AXIS = {0}                  # only w= given: h, d, c keep their default (dropped)

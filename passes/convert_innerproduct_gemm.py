@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 
 BROADCAST_PER_COLUMN = 4
 NO_C = -1

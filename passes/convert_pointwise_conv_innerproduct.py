@@ -14,11 +14,10 @@ dynamic-weight, padded, strided or dilated Convolutions stay. One walk.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from converter.ir import Graph, Node
 from converter.lowering.common import layer, new_tensor
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 
 # one value in, one value out, whatever the blob's shape
 ELEMENTWISE = {"ReLU", "Clip", "Sigmoid", "Swish", "TanH", "HardSigmoid", "HardSwish", "Mish", "ELU", "SELU", "GELU"}

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from converter.batch_axis import RULES
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.shapes.batch_axis import RULES
 
 AVG = 1                       # ncnn Pooling's pooling_type
 MAX_MATRIX = 1 << 23          # elements (float32) of the coefficients of one region tensor

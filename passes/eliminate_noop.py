@@ -27,9 +27,7 @@ def eliminate_noop(graph: Graph) -> dict:
         elif (producer is not None and graph.use_count(x.name) == 1 and x.name not in graph.outputs
               and x.name not in graph.inputs):       # (an input's name is what callers feed)
             graph.remove_node(node)         # the producer writes the output's name itself
-            graph.remove_node(producer)
-            producer.outputs = [y.name if o == x.name else o for o in producer.outputs]
-            graph.add_node(producer)
+            graph.rename_output(producer, x.name, y.name)
         else:
             continue
         removed += 1

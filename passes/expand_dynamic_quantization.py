@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node, Tensor
-from converter.onnx_defaults import fill_defaults
+from converter.onnx_side.defaults import fill_defaults
 
 APPROXIMATE = ("dynamic quantization emulated in float32: the run-time scale goes through ncnn's division, "
                "not correctly rounded on x86 (a value within an ulp of a .5 step can quantize one step off "

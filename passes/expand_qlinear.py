@@ -1,5 +1,5 @@
 """QOperator nodes (QLinearConv, QLinearMatMul, com.microsoft's QLinearAdd, QGemm, ...) ->
-DequantizeLinear, the float op, QuantizeLinear (converter/qoperator_ops.py says which inputs and
+DequantizeLinear, the float op, QuantizeLinear (converter/onnx_side/qoperator_ops.py says which inputs and
 attributes go where).
 
 Their meaning is exactly that chain, except that onnxruntime requantizes integer sums as
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node, Tensor
-from converter.onnx_defaults import fill_defaults
-from converter.qoperator_ops import EXPANSIONS, Expansion, expansion
+from converter.onnx_side.defaults import fill_defaults
+from converter.onnx_side.qoperator_ops import EXPANSIONS, Expansion, expansion
 
 
 def _float_like(graph: Graph, name: str, stem: str) -> str:

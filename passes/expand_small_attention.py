@@ -19,7 +19,7 @@ import numpy as np
 from converter.ir import Graph, Node
 from converter.lowering.common import layer, new_tensor
 from converter.lowering.transpose import ORDER_TYPE
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 
 SMALL_EMBED = 128       # below this embed width the chain was faster at every length measured
 SMALL_WORK = 6400       # rows * embed up to this: faster (T=50 E=128), above: a tie (T=64 E=128)

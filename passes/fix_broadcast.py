@@ -10,9 +10,9 @@ codes where extents are unknown. Operands already in place get nothing.
 """
 from __future__ import annotations
 
-from converter.shapes import broadcast_shapes
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
-from converter.ncnn_axes import reshape_params, same_named
+from converter.ncnn_side.axes import reshape_params, same_named
+from converter.shapes.arithmetic import broadcast_shapes
 
 
 def numpy_target(operand: Tensor, result: Tensor) -> Shape:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-from converter.symbolic import SHAPE_TERMS
+from converter.shapes.symbolic import SHAPE_TERMS
 
 
 def _reads_only_elements(graph: Graph, reader: Node) -> bool:

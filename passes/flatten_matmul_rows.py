@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-
-from .norm_patterns import other, sole_reader
+from converter.rewrite.patterns import other, sole_reader
 
 
 def _bias(graph: Graph, name: str, n: int) -> tuple[Node, np.ndarray] | None:

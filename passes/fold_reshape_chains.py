@@ -15,7 +15,7 @@ merge write chains of them (a batch-merged CNN head: pooled -> per-channel view 
 from __future__ import annotations
 
 from converter.ir import Graph, Node
-from converter.ncnn_axes import AXIS_NAMES, COPY, INFER, SHAPE_PARAM_ID
+from converter.ncnn_side.axes import AXIS_NAMES, COPY, INFER, SHAPE_PARAM_ID
 
 NO_BATCH_AXIS = 233
 

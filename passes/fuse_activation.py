@@ -9,7 +9,7 @@ and must not be a graph output. One walk over the activation layers.
 from __future__ import annotations
 
 from converter.ir import Graph, Node
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 
 PRODUCERS = {"Convolution", "ConvolutionDepthWise", "Deconvolution", "InnerProduct"}
 ACTIVATION_TYPE, ACTIVATION_PARAMS = 9, 10       # the same param ids in every producer

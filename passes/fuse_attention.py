@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.symbolic import pinned_inputs
-
-from .attention_probe import NoMatch, match_at_any_size, need as _need, symbolic_shapes
+from converter.rewrite.attention_probe import NoMatch, match_at_any_size, need as _need, symbolic_shapes
+from converter.rewrite.patterns import read_only_inside, scale_of, scaled_matmul
+from converter.shapes.symbolic import pinned_inputs
 
 LAYOUT_OPS = {"Reshape", "Transpose", "Gather", "Slice", "Split", "Squeeze", "Unsqueeze", "Flatten"}
 
@@ -36,29 +36,10 @@ def _const(graph: Graph, name: str) -> np.ndarray | None:
     return graph.value(name) if name else None
 
 
-def _scalar(graph: Graph, name: str) -> float | None:
-    value = _const(graph, name)
-    if value is None or value.size != 1 or value.dtype.kind != "f":
-        return None
-    return float(value.reshape(-1)[0])
-
-
 def _static(graph: Graph, name: str) -> tuple[int, ...]:
     shape = graph.tensors[name].shape
     _need(shape is not None and None not in shape)
     return tuple(shape)
-
-
-def _scale_of(graph: Graph, node: Node) -> tuple[str, float] | None:
-    """(the scaled operand, the factor) for node = x * c, c * x or x / c with a scalar constant c."""
-    if node.op == "Div" and len(node.inputs) == 2:
-        c = _scalar(graph, node.inputs[1])
-        return None if c is None or c == 0 else (node.inputs[0], 1.0 / c)
-    if node.op == "Mul" and len(node.inputs) == 2:
-        for x, c in (node.inputs, node.inputs[::-1]):
-            if _scalar(graph, c) is not None and _scalar(graph, x) is None:
-                return x, _scalar(graph, c)
-    return None
 
 
 @dataclass
@@ -167,7 +148,7 @@ def _trace_back(graph: Graph, name: str, allow_scale: bool) -> tuple[Projection,
             return proj, chain[::-1], scale
         node = graph.producer(name)
         _need(node is not None and not node.ncnn)
-        scaled = _scale_of(graph, node) if allow_scale else None
+        scaled = scale_of(graph, node) if allow_scale else None
         if scaled is not None:
             _need(graph.tensors[name].shape == graph.tensors[scaled[0]].shape)
             chain.append((node, name, True))
@@ -202,32 +183,16 @@ def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
     return proj, [n for n, _, _ in chain], scale, offset, heads, d
 
 
-def _to_matmul(graph: Graph, name: str) -> tuple[Node, list[Node], float] | None:
-    """(MatMul, scale nodes, their product) for name = MatMul(...) scaled by scalar constants."""
-    nodes, scale = [], 1.0
-    while True:
-        node = graph.producer(name)
-        if node is None or node.ncnn:
-            return None
-        if node.op == "MatMul":
-            return node, nodes + [node], scale
-        scaled = _scale_of(graph, node)
-        if scaled is None:
-            return None
-        nodes.append(node)
-        name, scale = scaled[0], scale * scaled[1]
-
-
 def _scores(graph: Graph, softmax: Node):
     """(MatMul q.k, nodes, scale on the scores, mask tensor or None) for a Softmax's input: the
     scaled product, plus a mask added after the scaling."""
-    found = _to_matmul(graph, softmax.inputs[0])
+    found = scaled_matmul(graph, softmax.inputs[0])
     if found is not None:
         return (*found, None)
     add = graph.producer(softmax.inputs[0])
     _need(add is not None and add.op == "Add" and not add.ncnn and len(add.inputs) == 2)
     for s, m in (add.inputs, add.inputs[::-1]):
-        found = _to_matmul(graph, s)
+        found = scaled_matmul(graph, s)
         if found is not None and s != m:
             mm, nodes, scale = found
             return mm, [add] + nodes, scale, m
@@ -298,18 +263,6 @@ def _new(graph: Graph, stem: str, shape: tuple) -> str:
                                    batch_axis=0)).name
 
 
-def _inner(graph: Graph, nodes: list[Node], last: Node) -> bool:
-    """Every tensor the matched nodes write (but the last node's) is read only by matched nodes."""
-    names = {n.name for n in nodes}
-    for node in nodes:
-        if node is last:
-            continue
-        for out in node.outputs:
-            if out in graph.outputs or any(c.name not in names for c in graph.consumers(out)):
-                return False
-    return True
-
-
 def _rows(graph: Graph, name: str) -> tuple[int, int]:
     """(rows, width) of a tensor that is a static 2-D blob in ncnn, as MultiHeadAttention reads it."""
     shape = graph.tensors[name].ncnn_shape
@@ -355,7 +308,7 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
     nodes = [*projections.values(), *qn, *kn, *vn, *score_nodes, softmax, *passthrough, pv, *out_nodes, *out.nodes]
     nodes = list({n.name: n for n in nodes}.values())
     last = out.nodes[-1]
-    _need(_inner(graph, nodes, last))
+    _need(read_only_inside(graph, nodes, last))
     stem = softmax.name
     mask_name, mask_nodes = None, []
     if mask is not None:        # the layers of one model share their mask: broadcast it once

@@ -15,8 +15,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.lowering.common import layer
-
-from .norm_patterns import sole_reader
+from converter.rewrite.patterns import sole_reader
 
 
 def _shuffled(channels: int, rest: int, groups: int) -> np.ndarray:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-
-from .fuse_conv_batchnorm import _fold_conv       # the same weight/bias arithmetic as for a BN
+from converter.rewrite.channel_affine import fold_into_conv  # the same arithmetic as for a BN
 
 
 def _per_channel(graph: Graph, conv: Node, node: Node, const: str) -> np.ndarray | None:
@@ -41,7 +40,7 @@ def fuse_conv_affine(graph: Graph) -> dict:
         else:
             continue
         s, t = (c, np.zeros_like(c)) if node.op == "Mul" else (np.ones_like(c), c)
-        inputs = _fold_conv(graph, conv, s, t)
+        inputs = fold_into_conv(graph, conv, s, t)
         if inputs is None:
             continue
         graph.fold_into_producer(conv, node, inputs=inputs, outputs=[node.outputs[0]])

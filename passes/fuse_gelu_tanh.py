@@ -15,8 +15,7 @@ import math
 import numpy as np
 
 from converter.ir import Graph, Node
-
-from .norm_patterns import other, scalar, sole_reader
+from converter.rewrite.patterns import other, scalar, sole_reader
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.lowering.common import layer
-
-from .norm_patterns import other, sole_reader
+from converter.rewrite.patterns import other, sole_reader
 
 
 def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarray | None:

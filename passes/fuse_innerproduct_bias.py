@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_layers import BINARY_OPS, SPECS
+from converter.ncnn_side.layers import BINARY_OPS, SPECS
 
 
 def _column_bias(graph: Graph, product: Node | None, const: Tensor, add: Node) -> np.ndarray | None:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-
-from .norm_patterns import affine, inverse_std, is_square_of, sole_reader, trailing_mean_axis
+from converter.rewrite.patterns import affine, inverse_std, is_square_of, sole_reader, trailing_mean_axis
 
 
 def _match(graph: Graph, mean: Node):

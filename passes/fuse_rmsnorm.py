@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-
-from .norm_patterns import affine, inverse_std, is_square_of, trailing_mean_axis
+from converter.rewrite.patterns import affine, inverse_std, is_square_of, trailing_mean_axis
 
 
 def _match(graph: Graph, mean: Node):

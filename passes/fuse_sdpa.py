@@ -16,9 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-
-from .fuse_attention import _inner, _scale_of, _to_matmul
-from .norm_patterns import sole_reader
+from converter.rewrite.patterns import read_only_inside, scale_of, scaled_matmul, sole_reader
 
 
 def _static(graph: Graph, name: str) -> tuple | None:
@@ -32,7 +30,7 @@ def _unscaled(graph: Graph, name: str) -> tuple[str, list[Node], float]:
     nodes, factor = [], 1.0
     while True:
         node = graph.producer(name)
-        scaled = None if node is None or node.ncnn else _scale_of(graph, node)
+        scaled = None if node is None or node.ncnn else scale_of(graph, node)
         if scaled is None or graph.tensors[scaled[0]].shape != graph.tensors[name].shape:
             return name, nodes, factor
         nodes.append(node)
@@ -43,7 +41,7 @@ def _match(graph: Graph, softmax: Node):
     scores = graph.tensors[softmax.inputs[0]]
     if scores.rank is None or scores.rank < 3 or softmax.attrs.get("axis", -1) % scores.rank != scores.rank - 1:
         return None
-    found = _to_matmul(graph, softmax.inputs[0])
+    found = scaled_matmul(graph, softmax.inputs[0])
     if found is None:
         return None
     qk, chain, scale = found              # chain: the scale nodes and qk
@@ -64,7 +62,7 @@ def _match(graph: Graph, softmax: Node):
             or v_s[-2] != kt_s[-1]):
         return None
     old = [*q_scales, *k_scales, transpose, *chain, softmax, pv]
-    if not _inner(graph, old, pv):
+    if not read_only_inside(graph, old, pv):
         return None
     return q, transpose, pv, scale, old, shapes
 

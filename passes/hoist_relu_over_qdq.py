@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from converter.ir import Graph, Tensor
+from converter.ir import Graph
 
 
 def hoist_relu_over_qdq(graph: Graph) -> dict:

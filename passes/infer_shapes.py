@@ -13,10 +13,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from converter.batch_axis import assign_batch_axes
 from converter.ir import Graph, Tensor
+from converter.rewrite.fold import fold_node
+from converter.shapes.batch_axis import assign_batch_axes
 
-from .fold_constants import fold_constants, fold_node
+from .fold_constants import fold_constants
 
 
 def _value_info(t: Tensor) -> onnx.ValueInfoProto:

@@ -29,7 +29,7 @@ def insert_split(graph: Graph) -> dict:
         source = name
         if is_output:
             source = _copy(graph, t, f"{name}_pre")
-            _rename_output(graph, graph.producer(name), name, source)
+            graph.rename_output(graph.producer(name), name, source)
             branches.insert(0, name)
         producer = graph.producer(source)
         graph.add_node(Node(graph.fresh_name(f"{name}_splitter"), "Split", [source], branches, ncnn=True,
@@ -43,9 +43,3 @@ def _copy(graph: Graph, t: Tensor, stem: str) -> str:
     graph.add_tensor(Tensor(name, t.shape, t.dtype, batch_axis=t.batch_axis))
     return name
 
-
-def _rename_output(graph: Graph, node: Node, old: str, new: str) -> None:
-    """Make `node` write `new` instead of `old` (no layer reads `old` any more)."""
-    graph.remove_node(node)
-    node.outputs = [new if o == old else o for o in node.outputs]
-    graph.add_node(node)

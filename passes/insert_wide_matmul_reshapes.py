@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.axis_boundaries import RESHAPES
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.shapes.axis_boundaries import RESHAPES
 
 
 def _needs_reshape(graph: Graph, node: Node) -> bool:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import networkx as nx
 
 from converter.ir import ConversionError, Graph, Node
-from converter.ncnn_axes import MAX_NCNN_RANK
 from converter.lowering import LOWERINGS, load_all
 from converter.lowering.common import depends_on
-
+from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 
 def lower_onnx(graph: Graph) -> dict:

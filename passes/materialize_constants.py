@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import ConversionError, Graph, Node
-from converter.ncnn_axes import MAX_NCNN_RANK, reshape_params
+from converter.ncnn_side.axes import MAX_NCNN_RANK, reshape_params
 
 
 def materialize_constants(graph: Graph) -> dict:

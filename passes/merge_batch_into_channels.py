@@ -35,7 +35,7 @@ import numpy as np
 
 from converter import op_groups
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 # op -> (input slots holding per-channel constants that repeat N times, attribute scaled by N)
 CHANNEL_WISE = {

@@ -12,9 +12,8 @@ region that cannot fit is left alone and lowering reports it.
 from __future__ import annotations
 
 from converter.ir import Graph, Shape, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
 from converter.op_groups import ELEMENTWISE
-
 
 
 def _wide(t: Tensor) -> bool:

@@ -23,8 +23,11 @@ from collections import Counter
 
 import numpy as np
 
-from converter.axis_boundaries import (
+from converter.ir import ConversionError, Graph, Node, Shape, Tensor
+from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.shapes.axis_boundaries import (
     DATA_SLOTS,
+    REDUCES,
     RESHAPES,
     RULES,
     Boundaries,
@@ -34,22 +37,10 @@ from converter.axis_boundaries import (
     _slice_axes,
     _softmax_axis,
     _supported,
-    REDUCES,
     reduce_axes,
 )
-from converter.ir import ConversionError, Graph, Node, Shape, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
-from converter.wide_transposes import insert_wide_transpose_reshapes
-from converter.symbolic import (
-    SHAPE_TERMS,
-    SLICE_TERMS,
-    Op,
-    Ref,
-    Term,
-    extent,
-    op,
-    pin_refs,
-)
+from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, extent, op, pin_refs
+from converter.shapes.wide_transposes import insert_wide_transpose_reshapes
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
@@ -150,9 +141,7 @@ def _decouple(graph: Graph, nodes: list[Node], wide: set[str], groups: dict[str,
                 if i == name and slot < DATA_SLOTS.get(node.op, len(node.inputs)):
                     graph.replace_input(node, slot, copy.name)
         if not outside_writes:
-            graph.remove_node(producer)
-            producer.outputs = [copy.name if o == name else o for o in producer.outputs]
-            graph.add_node(producer)
+            graph.rename_output(producer, name, copy.name)
         source, target = (name, copy) if outside_writes else (copy.name, t)
         extents = [_product(t.shape, g) for g in groups[copy.name]] if outside_writes else list(t.shape)
         shape = graph.add_constant(f"{target.name}_shape", np.array(extents, np.int64)).name

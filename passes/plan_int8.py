@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from converter.ir import Graph, Node
-from converter.quantized_values import quantize_linear
-
-from .fold_constants import fold_node
+from converter.onnx_side.quantized_values import quantize_linear
+from converter.rewrite.fold import fold_node
 
 INT8 = np.dtype(np.int8)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.batch_axis import RULES, same_axis
 from converter.ir import Graph, Node, Tensor
+from converter.shapes.batch_axis import RULES, same_axis
 
 BUILDERS = {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SplitToSequence"}
 

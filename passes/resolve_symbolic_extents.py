@@ -1,4 +1,4 @@
-"""Extents that are run-time sizes, followed through the graph as terms (converter/symbolic_shapes.py):
+"""Extents that are run-time sizes, followed through the graph as terms (converter/shapes/symbolic_shapes.py):
 fill the ones that are numbers, drop the broadcasts and gathers that change nothing.
 
 A model exported with a dynamic sequence length computes its sizes at run time. After
@@ -15,7 +15,7 @@ holding offset + k along its one axis longer than 1, as the rewritten Range buil
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
   again from there;
 - a Pad by run-time amounts, each bounded over the probed sizes of the one extent it reads, pads by
-  the bounds and crops to run-time bounds (converter/run_time_pad.py);
+  the bounds and crops to run-time bounds (converter/shapes/runtime_pad.py);
 - expressions (Reshape, fill, Slice sizes) name the inputs' extents, not the tensors they were
   written against.
 """
@@ -24,14 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.runtime_fill import FILL_VALUE
-from converter.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
 from converter.op_groups import BROADCASTING
-from converter.run_time_pad import bounded_pad
-from converter.symbolic_shapes import SymbolicShapes, broadcast, numel
+from converter.rewrite.fold import fold_node
+from converter.shapes.runtime_fill import FILL_VALUE
+from converter.shapes.runtime_pad import bounded_pad
+from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
+from converter.shapes.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
+from converter.shapes.symbolic_shapes import SymbolicShapes, broadcast, numel
 
-from .express_shapes import ShapeMath, remove_dead_shape_math
-from .fold_constants import fold_node
 from .infer_shapes import infer_shapes
 
 PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}

@@ -22,7 +22,6 @@ from dataclasses import replace
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.shapes import broadcast_shapes
 
 FLT_MAX = np.finfo(np.float32).max
 PASS_THROUGH = {"Add", "Sub"}       # with a finite constant on the other side

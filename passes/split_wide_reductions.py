@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.axis_boundaries import reduce_axes
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.shapes.axis_boundaries import reduce_axes
 
 SEPARABLE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"}
 

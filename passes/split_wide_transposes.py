@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 MAX_GROUPS = 7      # 7! orders of the middle tensor at most: a constant bound per node
 

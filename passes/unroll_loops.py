@@ -23,9 +23,8 @@ import numpy as np
 import onnx
 
 from converter.ir import Graph, Node, Tensor
-
-from .fold_constants import fold_node
-from .inline_if import incomplete_shapes, refine_shapes, splice_subgraph
+from converter.rewrite.fold import fold_node
+from converter.rewrite.subgraphs import incomplete_shapes, refine_shapes, splice_subgraph
 
 MAX_TRIPS = 64
 

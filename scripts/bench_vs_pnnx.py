@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from converter import convert  # noqa: E402
-from converter.int_inputs import ncnn_dtype  # noqa: E402
-from converter.onnx_loader import prepare_model  # noqa: E402
-from converter.verification import make_inputs, ncnn_feed  # noqa: E402
+from converter.shapes.int_inputs import ncnn_dtype  # noqa: E402
+from converter.onnx_side.loader import prepare_model  # noqa: E402
+from converter.verification.check import make_inputs, ncnn_feed  # noqa: E402
 
 BUNDLED = ["models/vit_tiny.onnx", "models/bert_tiny.onnx", "models/transformer_small.onnx"]
 REAL = {"yolov8n_320": {"images": [1, 3, 320, 320]}, "ppocrv4_det": {"x": [1, 3, 640, 640]}}
@@ -161,7 +161,7 @@ def print_profiles(files: dict[str, tuple[Path, Path]], feeds: dict[str, list[np
 def without_passes(model: Path, given: dict | None, skip: list[str], folder: Path) -> tuple[Path, Path]:
     """Our files for `model` converted with the passes named in `skip` left out."""
     from converter.api import NcnnModel
-    from converter.onnx_loader import load_onnx_and_proto
+    from converter.onnx_side.loader import load_onnx_and_proto
     from passes import PIPELINE, run_pipeline
     skipped = {p for p in PIPELINE if p.__name__ in skip}
     if len(skipped) != len(set(skip)):

@@ -147,8 +147,8 @@ def run_case(case: Case, folder: Path) -> Result:
 
 def judge(case: Case, converted, folder: Path) -> Result:
     from converter.interpreter import InterpreterError
-    from converter.ncnn_runtime import _run_in_process
-    from converter.layout import to_ncnn
+    from converter.ncnn_side.runtime import _run_in_process
+    from converter.ncnn_side.layout import to_ncnn
     param, bin_ = folder / "m.ncnn.param", folder / "m.ncnn.bin"
     converted.save(param, bin_)
     io = converted.io()

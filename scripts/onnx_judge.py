@@ -14,8 +14,8 @@ import onnx
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.ncnn_runtime import NcnnCrash, NcnnError, run_ncnn
-from converter.layout import to_ncnn
+from converter.ncnn_side.runtime import NcnnCrash, NcnnError, run_ncnn
+from converter.ncnn_side.layout import to_ncnn
 
 
 def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:

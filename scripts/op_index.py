@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from converter.interpreter import kernels as _kernels  # noqa: E402,F401  (registers the kernels)
 from converter.interpreter.registry import KERNELS  # noqa: E402
 from converter.lowering import LOWERINGS, load_all  # noqa: E402
-from converter import ncnn_layers  # noqa: E402
-from converter.ncnn_layers import SPECS  # noqa: E402
+from converter.ncnn_side import layers as ncnn_layers  # noqa: E402
+from converter.ncnn_side.layers import SPECS  # noqa: E402
 
 OUTPUT = ROOT / "OPS.md"
 LOWERING_PACKAGE = "converter.lowering"

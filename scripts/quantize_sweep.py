@@ -7,7 +7,7 @@ Prints one row per (model, options): pass / refused(reason) / wrong(what) / cras
 layer within one step of its quantizer but end to end beyond both yardsticks below.
 The judge is the one the tests use for quantized models:
 - per layer (converter.verify on a quantized model): each layer on onnxruntime's values of its inputs
-  lands within one step of its quantizer (converter/quantization_steps.py), in both backends;
+  lands within one step of its quantizer (converter/verification/quantization_steps.py), in both backends;
 - end to end, QDQ and QOperator: no further from the QDQ spec graph (onnxruntime, optimizations off)
   than the larger of two yardsticks: onnxruntime's own int8 execution, and the spec graph quantizing
   with the converted file's arithmetic (tests/real_models/quantizer_twin.py): worst element within
@@ -184,8 +184,8 @@ def judge(path: Path, feeds: dict, spec_path: Path | None, form: str) -> tuple[s
     """(status, detail) for one quantized model."""
     from converter import convert, verify
     from converter.ir import ConversionError
-    from converter.layout import to_ncnn
-    from converter.ncnn_runtime import run_ncnn
+    from converter.ncnn_side.layout import to_ncnn
+    from converter.ncnn_side.runtime import run_ncnn
     shapes = {k: list(v.shape) for k, v in feeds.items()}
     try:
         converted = convert(str(path), input_shapes=shapes)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from converter.onnx_loader import load_onnx  # noqa: E402
+from converter.onnx_side.loader import load_onnx  # noqa: E402
 from passes import run_pipeline  # noqa: E402
 from scripts.broadcast_chain import broadcast_chain  # noqa: E402
 

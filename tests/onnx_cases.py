@@ -8,9 +8,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
-from converter.layout import to_ncnn  # noqa: F401  (the tests feed real ncnn as users do)
+from converter.ncnn_side.layout import to_ncnn  # noqa: F401  (the tests feed real ncnn as users do)
 from scripts.onnx_judge import onnxruntime_outputs  # noqa: F401  (the reference, one definition)
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -14,8 +14,9 @@ from typing import Callable
 
 import numpy as np
 
+from converter.ncnn_side.layers import SPECS
+
 from ..ir import Node
-from ..ncnn_layers import SPECS
 
 
 def round_fp16(value):

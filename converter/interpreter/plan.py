@@ -16,8 +16,9 @@ from typing import Callable
 
 import numpy as np
 
+from converter.ncnn_side.layers import SPECS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import SPECS
 from . import size_guard
 from .blas_threads import blas_threads, choose_threads
 from .buffers import BufferPool, exclusive, recycle

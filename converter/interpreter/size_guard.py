@@ -12,7 +12,8 @@ import math
 import os
 from typing import Callable
 
-from ..expression import ExpressionError, evaluate
+from converter.ncnn_side.expression import ExpressionError, evaluate
+
 from .registry import InterpreterError
 
 DEFAULT_MAX_BLOB_BYTES = 2**31

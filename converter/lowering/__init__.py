@@ -14,8 +14,9 @@ import importlib
 import pkgutil
 from typing import Callable
 
+from converter.onnx_side.defaults import fill_defaults
+
 from ..ir import Graph, Node
-from ..onnx_defaults import fill_defaults
 
 Lowering = Callable[[Graph, Node], list[Node]]
 LOWERINGS: dict[str, Lowering] = {}

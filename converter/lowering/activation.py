@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS, UNARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, require_float
 from .elementwise import binary

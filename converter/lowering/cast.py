@@ -1,7 +1,7 @@
 """ONNX Cast -> ncnn Noop / UnaryOp, where ncnn computes the same numbers.
 
 ncnn blobs are float32 and integer or boolean ONNX tensors travel as float numbers
-(converter/int_inputs.py; integers up to 2**24 are exact). So a cast between float types,
+(converter/shapes/int_inputs.py; integers up to 2**24 are exact). So a cast between float types,
 from an integer or boolean type to a float or 32/64-bit integer one, changes nothing ncnn
 computes (ids fit 32 bits). Casts to float16/bfloat16 are dropped with a warning: ncnn keeps
 float32, more exact than the model asked for.

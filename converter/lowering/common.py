@@ -8,10 +8,11 @@ from typing import Any, Sequence
 import networkx as nx
 import numpy as np
 
-from ..expression import Expr, expression_list
+from converter.ncnn_side.axes import axis_name, reshape_params, same_named
+from converter.ncnn_side.expression import Expr, expression_list
+from converter.ncnn_side.layers import BINARY_OPS, REDUCTION_OPS, UNARY_OPS
+
 from ..ir import ConversionError, Graph, Node, Shape, Tensor
-from ..ncnn_axes import axis_name, reshape_params, same_named
-from ..ncnn_layers import BINARY_OPS, REDUCTION_OPS, UNARY_OPS
 
 
 def fail(node: Node, graph: Graph, why: str) -> ConversionError:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..einsum_equation import parse_equation
+from converter.shapes.einsum_equation import parse_equation
+
 from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import fail, layer
 from .onnx_steps import OnnxSteps as _Chain
+
 
 def _sum_out(chain: _Chain, name: str, letters: str, keep: set[str]) -> tuple[str, str]:
     """Sum the letters of `name` not in `keep`."""

@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
-from ..batch_axis import broadcast as broadcast_batch_axis
+from converter.ncnn_side.layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
+from converter.shapes.arithmetic import broadcast_shapes
+from converter.shapes.batch_axis import broadcast as broadcast_batch_axis
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import BINARY_OPS, BINARY_REVERSED, UNARY_OPS
-from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor, unary_chain
 from .integer_division import integer_division
@@ -40,7 +41,7 @@ def binary(graph: Graph, src: Node, a: str, b: str, op: int, out: str, suffix: s
     return layer(src, graph, "BinaryOp", [a, b], [out], {0: op}, suffix=suffix)
 
 
-# integer tensors travel as float32 numbers (converter/int_inputs.py): these ops stay exact on them
+# integer tensors travel as float32 numbers (converter/shapes/int_inputs.py): these ops stay exact on them
 # while values stay within 2**24 (Div: see integer_division.py)
 INTEGER_EXACT = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}
 

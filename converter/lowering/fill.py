@@ -1,4 +1,4 @@
-"""A ConstantOfShape of run-time shape (converter/runtime_fill.py) -> MemoryData + Interp (+ Reshape).
+"""A ConstantOfShape of run-time shape (converter/shapes/runtime_fill.py) -> MemoryData + Interp (+ Reshape).
 
 ncnn has no layer that makes a tensor of a computed shape, but Interp on a 1-D blob
 fills one channel per element to the size its expression (9=) gives: a MemoryData
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..expression import expression_list
+from converter.ncnn_side.expression import expression_list
+from converter.shapes.runtime_fill import FILL_VALUE
+from converter.shapes.symbolic import SHAPE_TERMS, Renderer, known_value
+
 from ..ir import Graph, Node
-from ..runtime_fill import FILL_VALUE
-from ..symbolic import SHAPE_TERMS, Renderer, known_value
 from . import lowers
 from .common import depends_on, fail, layer, new_tensor, reshape_layer
 

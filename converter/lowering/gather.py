@@ -6,24 +6,17 @@ index drops the axis). A constant table read at run-time indices is an embedding
 Embed, which reads a 1-D blob of int32 word indices and clamps them to the table (ONNX
 wraps negative indices and rejects out-of-range ones: ids must be in [0, rows)). The indices
 must come from an integer graph input through layers that only move bits, and that input is
-then fed to ncnn as int32 (converter/int_inputs.py).
+then fed to ncnn as int32 (converter/shapes/int_inputs.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..int_inputs import readers
+from converter.shapes.int_inputs import readers
+
 from ..ir import Graph, Node, Tensor
 from . import lowers
-from .common import (
-    constant,
-    fail,
-    layer,
-    ncnn_axis,
-    ncnn_pairs,
-    new_tensor,
-    reshape_layer,
-)
+from .common import constant, fail, layer, ncnn_axis, ncnn_pairs, new_tensor, reshape_layer
 from .gather_strided import progressions, strided_pieces
 from .one_hot_gather import MAX_ONE_HOT, needs_one_hot, one_hot_gather
 

@@ -16,8 +16,9 @@ import math
 
 import numpy as np
 
+from converter.ncnn_side.layers import UNARY_OPS
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import UNARY_OPS
 from . import LOWERINGS, lowers
 from .common import fail, layer, new_tensor, reshape_layer
 from .gather import MAX_GATHER_PIECES, _pick, _runs

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
 from .elementwise import binary

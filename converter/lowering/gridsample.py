@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS, UNARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from . import lowers
-from .common import require_float, spatial_input
-from .common import fail, layer, new_tensor
+from .common import fail, layer, new_tensor, require_float, spatial_input
 from .elementwise import binary
 from .per_sample import per_sample
 

@@ -23,8 +23,9 @@ Measured in the pip runtime against onnxruntime (relative error, x86 SIMD lanes)
 """
 from __future__ import annotations
 
+from converter.ncnn_side.layers import BINARY_OPS, UNARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from . import lowers
 from .common import Chain, layer, require_float
 

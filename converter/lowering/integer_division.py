@@ -17,8 +17,9 @@ import math
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS, UNARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS, UNARY_OPS
 from .common import fail, layer, new_tensor
 
 

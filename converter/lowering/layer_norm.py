@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS, REDUCTION_OPS, UNARY_OPS
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import BINARY_OPS, REDUCTION_OPS, UNARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, reshape_layer
 

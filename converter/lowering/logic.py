@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS, UNARY_OPS
+from converter.shapes.arithmetic import broadcast_shapes
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS, UNARY_OPS
-from ..shapes import broadcast_shapes
 from . import lowers
 from .common import fail, layer, new_tensor
 from .elementwise import binary, partial_result

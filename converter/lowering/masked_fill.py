@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS
 from .common import fail, layer, new_tensor
 from .elementwise import binary
 

@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS
 from . import lowers
-from .common import (
-    Chain,
-    constant,
-    fail,
-    layer,
-    ncnn_axes,
-    new_tensor,
-    require_float,
-    spatial_input,
-)
+from .common import Chain, constant, fail, layer, ncnn_axes, new_tensor, require_float, spatial_input
 from .elementwise import binary
 
 FLT_MIN = float(np.finfo(np.float32).tiny)

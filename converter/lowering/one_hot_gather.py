@@ -21,10 +21,11 @@ import math
 
 import numpy as np
 
-from ..int_inputs import readers
+from converter.ncnn_side.layers import REDUCTION_OPS, UNARY_OPS
+from converter.shapes.int_inputs import readers
+from converter.shapes.symbolic import Ref
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import REDUCTION_OPS, UNARY_OPS
-from ..symbolic import Ref
 from . import LOWERINGS
 from .common import fail, layer, new_tensor, reshape_layer
 from .logic import _pair, _scalar_op, _unary

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch_axis import RULES, same_axis
+from converter.shapes.batch_axis import RULES, same_axis
+
 from ..ir import Graph, Node, Tensor
 from . import LOWERINGS
 

@@ -9,8 +9,9 @@ reflection only reads values inside the kept range.
 """
 from __future__ import annotations
 
+from converter.shapes.symbolic import SHAPE_TERMS
+
 from ..ir import Graph, Node
-from ..symbolic import SHAPE_TERMS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, require_float
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
+from converter.ncnn_side.layers import BINARY_OPS
+from converter.onnx_side.quantized_values import blocked_per_element
+
 from ..ir import Graph, Node
-from ..quantized_values import blocked_per_element
-from ..ncnn_layers import BINARY_OPS
 from . import lowers
 from .common import fail, layer, new_tensor, optional_constant, unary_chain
 from .elementwise import binary

@@ -18,18 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import REDUCTION_OPS
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_layers import REDUCTION_OPS
 from . import lowers
-from .common import (
-    Chain,
-    fail,
-    layer,
-    ncnn_axes,
-    ncnn_pairs,
-    require_float,
-    reshape_layer,
-)
+from .common import Chain, fail, layer, ncnn_axes, ncnn_pairs, require_float, reshape_layer
 from .reshape import onnx_axes
 from .runtime_positions import runtime_positions
 

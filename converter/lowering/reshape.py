@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..expression import expression_list
+from converter.ncnn_side.expression import expression_list
+from converter.shapes.arithmetic import numel
+from converter.shapes.symbolic import SHAPE_TERMS, Renderer, extent, op
+
 from ..ir import Graph, Node, Shape, Tensor
-from ..shapes import numel
-from ..symbolic import SHAPE_TERMS, Renderer, extent, op
 from . import lowers
 from .common import constant, fail, layer, ncnn_pairs, optional_constant, reshape_layer, reshape_to
 

@@ -1,7 +1,7 @@
 """ONNX Resize -> ncnn Interp, emitted only where ncnn computes onnxruntime's numbers.
 
 Rather than a table of which modes "are" which, the decision is computed: along
-each resized axis the matrix onnxruntime applies (`converter.onnx_resize`) is
+each resized axis the matrix onnxruntime applies (`converter.onnx_side.resize`) is
 compared with the matrix ncnn's Interp applies (the interpreter's
 `axis_matrix`, checked against the real runtime) for each way of writing the
 Interp params: scales (nearest then steps by 1/scale), output sizes or a size
@@ -21,14 +21,15 @@ from functools import lru_cache
 
 import numpy as np
 
+from converter.ncnn_side.interp_sampling import axis_matrix as ncnn_matrix
+from converter.ncnn_side.interp_sampling import nearest_sources as ncnn_nearest
+from converter.onnx_side.resize import F32, ResizeMode, Unmodelled
+from converter.onnx_side.resize import axis_matrix as onnx_matrix
+from converter.onnx_side.resize import nearest_sources as onnx_nearest
+from converter.shapes.symbolic import RESIZE_RELATION, SHAPE_TERMS, Renderer, Term, extent, known_value, refs
+from converter.shapes.symbolic_shapes import evaluate
+
 from ..ir import ConversionError, Graph, Node
-from ..ncnn_interp import axis_matrix as ncnn_matrix
-from ..ncnn_interp import nearest_sources as ncnn_nearest
-from ..onnx_resize import F32, ResizeMode, Unmodelled
-from ..onnx_resize import axis_matrix as onnx_matrix
-from ..onnx_resize import nearest_sources as onnx_nearest
-from ..symbolic import RESIZE_RELATION, SHAPE_TERMS, Renderer, Term, extent, known_value, refs
-from ..symbolic_shapes import evaluate
 from . import lowers
 from .common import fail, layer, new_tensor, require_float, target_params
 from .resize_nearest import fitted_nearest_params

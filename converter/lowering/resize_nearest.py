@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ncnn_interp import nearest_sources as ncnn_nearest
-from ..onnx_resize import F32, Unmodelled, nearest_sources as onnx_nearest
+from converter.ncnn_side.interp_sampling import nearest_sources as ncnn_nearest
+from converter.onnx_side.resize import F32, Unmodelled
+from converter.onnx_side.resize import nearest_sources as onnx_nearest
 
 
 def fitted_nearest_params(mode, wh) -> dict | None:

@@ -1,6 +1,6 @@
 """A Resize no Interp params reproduce, as constant matrix products along its resized axes.
 
-Along one axis onnxruntime applies a fixed (out, size) matrix (`converter.onnx_resize`): for
+Along one axis onnxruntime applies a fixed (out, size) matrix (`converter.onnx_side.resize`): for
 nearest a one-hot row per output pixel, for linear/cubic its taps and weights. Where ncnn's
 Interp picks other pixels (asymmetric + floor at 80 -> 24: onnxruntime takes floor(9 / 0.3f)
 = 29, Interp and torch floor(9 * 80 / 24) = 30; no float step gives both 10 at x = 3 and 29 at
@@ -23,10 +23,11 @@ import numpy as np
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from ..batch_axis import RULES, same_axis
+from converter.onnx_side.resize import ResizeMode, Unmodelled
+from converter.onnx_side.resize import axis_matrix as onnx_matrix
+from converter.shapes.batch_axis import RULES, same_axis
+
 from ..ir import Graph, Node, Tensor
-from ..onnx_resize import ResizeMode, Unmodelled
-from ..onnx_resize import axis_matrix as onnx_matrix
 from . import LOWERINGS
 from .common import fail
 

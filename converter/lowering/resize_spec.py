@@ -12,8 +12,9 @@ so neither is promised. They part, given scales, in three places:
 """
 from __future__ import annotations
 
+from converter.onnx_side.resize import F32, ResizeMode
+
 from ..ir import Graph, Node
-from ..onnx_resize import F32, ResizeMode
 from .common import fail
 
 READS_LENGTH = ("align_corners", "pytorch_half_pixel")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.layers import BINARY_OPS
+from converter.shapes.runtime_fill import FILL_VALUE
+from converter.shapes.symbolic import SHAPE_TERMS, Ref
+
 from ..ir import Graph, Node
-from ..ncnn_layers import BINARY_OPS
-from ..runtime_fill import FILL_VALUE
-from ..symbolic import SHAPE_TERMS, Ref
 from . import LOWERINGS
 from .common import layer, new_tensor
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 
-from ..expression import expression_list
+from converter.ncnn_side.axes import reshape_params
+from converter.ncnn_side.expression import expression_list
+from converter.shapes.symbolic import SLICE_TERMS, Renderer
+
 from ..ir import Graph, Node, Tensor
-from ..ncnn_axes import reshape_params
-from ..symbolic import SLICE_TERMS, Renderer
 from . import lowers
 from .common import constant, fail, layer, ncnn_axis, new_tensor, optional_constant
 

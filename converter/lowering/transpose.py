@@ -1,8 +1,9 @@
 """Transpose -> ncnn Permute (its order_type codes over the ncnn axes; the batch axis must stay put)."""
 from __future__ import annotations
 
+from converter.ncnn_side.axes import AXIS_NAMES
+
 from ..ir import Graph, Node
-from ..ncnn_axes import AXIS_NAMES
 from . import lowers
 from .common import fail, layer
 

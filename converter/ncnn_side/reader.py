@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Graph, Node, Tensor
-from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
+from converter.ir import Graph, Node, Tensor
+from converter.ncnn_side.layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
 
 FP32_SCALED_FLAG = 0x0002C056   # src/modelbin.cpp: plain float32 data under another tag
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .ir import Graph, Node
-from .ncnn_layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
+from converter.ir import Graph, Node
+from converter.ncnn_side.layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG, INTS, SPECS, STR
 
 MAGIC = 7767517
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\-]")

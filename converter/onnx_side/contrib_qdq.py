@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .ir import ConversionError
-from .quantized_values import dequantize_linear
+from converter.ir import ConversionError
+from converter.onnx_side.quantized_values import dequantize_linear
 
 MS_DOMAIN = "com.microsoft"
 QDQ = ("QuantizeLinear", "DequantizeLinear")

@@ -7,7 +7,7 @@ from functools import lru_cache
 import onnx
 from onnx import defs
 
-from .ir import Node
+from converter.ir import Node
 
 # schema defaults that are not the op's meaning: RNN's lists two activations whatever the direction,
 # while the spec's text and onnxruntime use one (Tanh) per direction

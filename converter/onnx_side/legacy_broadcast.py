@@ -9,9 +9,8 @@ from __future__ import annotations
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from .ir import ConversionError
-from .op_groups import LEGACY_BROADCAST
-
+from converter.ir import ConversionError
+from converter.op_groups import LEGACY_BROADCAST
 
 
 def _ranks(proto: onnx.ModelProto) -> dict[str, int]:

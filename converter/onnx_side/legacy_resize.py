@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ir import ConversionError
+from converter.ir import ConversionError
 
 
 def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:

@@ -10,14 +10,14 @@ import numpy as np
 import onnx
 from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
 
-from .batch_axis import assign_batch_axes
-from .contrib_qdq import standardize_contrib_qdq
-from .onnx_defaults import fill_defaults
-from .onnx_wire import truncated_at
-from .ir import ConversionError, Graph, Node, Tensor
-from .legacy_broadcast import rewrite_legacy_broadcast
-from .legacy_resize import restore_legacy_resize
-from .qoperator_shapes import infer_with_qoperators, is_qoperator
+from converter.ir import ConversionError, Graph, Node, Tensor
+from converter.onnx_side.contrib_qdq import standardize_contrib_qdq
+from converter.onnx_side.defaults import fill_defaults
+from converter.onnx_side.legacy_broadcast import rewrite_legacy_broadcast
+from converter.onnx_side.legacy_resize import restore_legacy_resize
+from converter.onnx_side.qoperator_shapes import infer_with_qoperators, is_qoperator
+from converter.onnx_side.wire import truncated_at
+from converter.shapes.batch_axis import assign_batch_axes
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
 MIN_OPSET = 13      # older models are upgraded to this with onnx's version converter

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .ir import ConversionError
+from converter.ir import ConversionError
 
 KEYS = ("inputshape", "inputshape2")
 TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,

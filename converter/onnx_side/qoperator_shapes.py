@@ -2,7 +2,7 @@
 
 onnx leaves the outputs of an unknown op without shapes, and so everything after them. Inference
 runs instead on a twin of the model where each such node is its DequantizeLinear -> float op ->
-QuantizeLinear expansion (converter/qoperator_ops.py); the shapes found for the model's own tensors
+QuantizeLinear expansion (converter/onnx_side/qoperator_ops.py); the shapes found for the model's own tensors
 are copied back. The model itself keeps its nodes: onnxruntime (verify's reference) runs them as
 they are, with its integer kernels.
 """
@@ -13,9 +13,8 @@ from typing import Callable
 import onnx
 from onnx import helper
 
-from .ir import ConversionError
-from .qoperator_ops import MS_DOMAIN, MS_OPS, expansion
-
+from converter.ir import ConversionError
+from converter.onnx_side.qoperator_ops import MS_DOMAIN, MS_OPS, expansion
 
 # com.microsoft's dynamically quantized LSTM: passes/expand_dynamic_quantization.py makes it an LSTM
 DYNAMIC_MS_OPS = {"DynamicQuantizeLSTM"}

@@ -2,7 +2,7 @@
 
 fuse_attention checks head layouts by running the layout ops on arrays of element indexes, which
 needs numbers for every extent. With a dynamic sequence length the extents are terms over the
-inputs' sizes (converter/symbolic_shapes.py): the match runs twice on views of the graph where
+inputs' sizes (converter/shapes/symbolic_shapes.py): the match runs twice on views of the graph where
 every symbol takes a size, two different sets of sizes (distinct primes, unlike any static
 extent), and the fusion is kept only when both runs match the same nodes into the same layer:
 a layout that read other columns at another length would differ in one of them. ncnn's
@@ -20,9 +20,10 @@ from typing import Callable
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.runtime_fill import FILL_VALUE
-from converter.symbolic import REFS, SHAPE_TERMS, Ref, refs
-from converter.symbolic_shapes import SymbolicShapes, evaluate
+from converter.shapes.runtime_fill import FILL_VALUE
+from converter.shapes.symbolic import REFS, SHAPE_TERMS, Ref, refs
+from converter.shapes.symbolic_shapes import SymbolicShapes, evaluate
+
 
 class NoMatch(Exception):
     pass

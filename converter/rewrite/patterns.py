@@ -1,4 +1,5 @@
-"""Pieces of the written-out normalizations that fuse_layernorm and fuse_rmsnorm both match.
+"""Matching helpers the fusion passes share (a scalar constant, the other operand, the sole reader), and the
+pieces of written-out normalizations that fuse_layernorm and fuse_rmsnorm both match.
 
     inv = 1 / sqrt(mean + eps)      as Add(eps) -> Sqrt -> Div(num, .)  or  -> Reciprocal -> Mul(num, .)
 
@@ -100,3 +101,43 @@ def affine(graph: Graph, name: str, op: str, axis: int) -> tuple[Node, np.ndarra
     if value.ndim > normalized:
         return None
     return node, value
+
+
+def scale_of(graph: Graph, node: Node) -> tuple[str, float] | None:
+    """(the scaled operand, the factor) for node = x * c, c * x or x / c with a scalar constant c."""
+    if node.op == "Div" and len(node.inputs) == 2:
+        c = scalar(graph, node.inputs[1])
+        return None if c is None or c == 0 else (node.inputs[0], 1.0 / c)
+    if node.op == "Mul" and len(node.inputs) == 2:
+        for x, c in (node.inputs, node.inputs[::-1]):
+            if scalar(graph, c) is not None and scalar(graph, x) is None:
+                return x, scalar(graph, c)
+    return None
+
+
+def scaled_matmul(graph: Graph, name: str) -> tuple[Node, list[Node], float] | None:
+    """(MatMul, scale nodes, their product) for name = MatMul(...) scaled by scalar constants."""
+    nodes, scale = [], 1.0
+    while True:
+        node = graph.producer(name)
+        if node is None or node.ncnn:
+            return None
+        if node.op == "MatMul":
+            return node, nodes + [node], scale
+        scaled = scale_of(graph, node)
+        if scaled is None:
+            return None
+        nodes.append(node)
+        name, scale = scaled[0], scale * scaled[1]
+
+
+def read_only_inside(graph: Graph, nodes: list[Node], last: Node) -> bool:
+    """Every tensor the matched nodes write (but the last node's) is read only by matched nodes."""
+    names = {n.name for n in nodes}
+    for node in nodes:
+        if node is last:
+            continue
+        for out in node.outputs:
+            if out in graph.outputs or any(c.name not in names for c in graph.consumers(out)):
+                return False
+    return True

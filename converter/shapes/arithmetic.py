@@ -1,7 +1,7 @@
 """Shape arithmetic with unknown extents (None)."""
 from __future__ import annotations
 
-from .ir import Dim, Shape
+from converter.ir import Dim, Shape
 
 
 def broadcast_dim(a: Dim, b: Dim) -> Dim:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from converter.ir import Graph, Node, Tensor
 from converter.op_groups import ELEMENTWISE
-from converter.symbolic import REFS, SLICE_TERMS
+from converter.shapes.symbolic import REFS, SLICE_TERMS
 
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 # the input slots that carry data (the rest are shapes, axes, sizes: constants the rewrite replaces)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .einsum_equation import parse_equation
-from .ir import Graph, Node, Tensor
-from .op_groups import BROADCASTING
-from .symbolic import SHAPE_TERMS
+from converter.ir import Graph, Node, Tensor
+from converter.op_groups import BROADCASTING
+from converter.shapes.einsum_equation import parse_equation
+from converter.shapes.symbolic import SHAPE_TERMS
 
 Rule = Callable[[Graph, Node, Tensor], "int | None"]
 RULES: dict[str, Rule] = {}

@@ -13,7 +13,7 @@ import re
 
 import onnx
 
-from .ir import Graph
+from converter.ir import Graph
 
 IMAGE_SIDE = 320
 OTHER_EXTENT = 64

@@ -7,8 +7,8 @@ as float32 numbers. One input read both ways cannot be fed either way.
 """
 from __future__ import annotations
 
-from .ir import Graph, Node
-from .symbolic import REFS
+from converter.ir import Graph, Node
+from converter.shapes.symbolic import REFS
 
 # ncnn layers that copy bits without reading them as numbers
 NCNN_MOVES_BITS = {"Noop", "Reshape", "Split", "Crop", "Slice", "Permute", "Flatten", "Concat"}

@@ -2,7 +2,7 @@
 
 Detectors build their anchor grids from the feature maps' sizes: Range(0, W, 1),
 ConstantOfShape([H*W, 1], stride), Expand(x, [H, W]). When those sizes are run-time
-terms (converter/symbolic.py), each becomes ONNX nodes over a ConstantOfShape whose
+terms (converter/shapes/symbolic.py), each becomes ONNX nodes over a ConstantOfShape whose
 shape is the terms themselves (attribute `_shape_terms`, lowered in lowering/fill.py):
 
   Range(start, limit, delta) -> (start - delta) + delta * CumSum(ones([n]))
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import numpy_helper
 
-from .ir import Graph, Node, Tensor
-from .symbolic import SHAPE_TERMS, Term, known_value, op, pin_refs
+from converter.ir import Graph, Node, Tensor
+from converter.shapes.symbolic import SHAPE_TERMS, Term, known_value, op, pin_refs
 
 FILL_VALUE = "_fill_value"        # node attribute of a rewritten ConstantOfShape: its float value
 

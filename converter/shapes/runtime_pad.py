@@ -2,7 +2,7 @@
 
 ncnn's Padding takes constant amounts only. Exporters compute pads from tensor sizes: the classic
 U-Net pads an upsampled map by `skip.size(3) - up.size(3)`, split in halves. Over the inputs'
-extents (converter/symbolic_shapes.py) such a pad is a formula of one extent, and usually a small,
+extents (converter/shapes/symbolic_shapes.py) such a pad is a formula of one extent, and usually a small,
 bounded one: 0 or -1 after a transposed conv of a stride-2 conv's output, 0 or 1 after an upsampled
 floor-mode pool. So the Pad pads by the largest value each amount takes at any probed extent (a
 constant Padding, none where no amount is ever positive) and a Slice to run-time bounds (Crop
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import Graph, Node, Tensor
-from .symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, op, pin_refs, pinned_inputs, refs
-from .symbolic_shapes import SymbolicShapes, evaluate
+from converter.ir import Graph, Node, Tensor
+from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, op, pin_refs, pinned_inputs, refs
+from converter.shapes.symbolic_shapes import SymbolicShapes, evaluate
 
 PROBES = range(1, 4097)      # the values of the one extent a pad reads that are tried
 MAX_PAD = 32                 # a larger bound pads every size by that much before the crop

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expression import Expr
-from .ir import Graph, Node, Tensor
-from .ncnn_axes import axis_name
+from converter.ir import Graph, Node, Tensor
+from converter.ncnn_side.axes import axis_name
+from converter.ncnn_side.expression import Expr
 
 MAX_BLOBS = 10      # an expression names blobs 0..9
 

@@ -1,4 +1,4 @@
-"""Every tensor's extents as terms over the graph inputs' run-time extents (converter/symbolic.py).
+"""Every tensor's extents as terms over the graph inputs' run-time extents (converter/shapes/symbolic.py).
 
 onnx's shape inference gives each unknown extent a name of its own, so it cannot tell that a BERT's
 hidden states (1, S, 32) and its mask (1, 1, S, S) share S, or that Expand(x, [1, S]) of x (1, S)
@@ -17,10 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from .ir import Graph, Node
-from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
-from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
-from .window_extents import WINDOWED, transposed_extents, windowed_extents
+from converter.ir import Graph, Node
+from converter.op_groups import BROADCASTING, UNARY_ELEMENTWISE
+from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
+from converter.shapes.window_extents import WINDOWED, transposed_extents, windowed_extents
 
 Dims = tuple[Term, ...]
 REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

@@ -1,9 +1,9 @@
-"""Output extents of Conv, pooling and ConvTranspose as terms of their input's (converter/symbolic.py):
+"""Output extents of Conv, pooling and ConvTranspose as terms of their input's (converter/shapes/symbolic.py):
 what SymbolicShapes follows when it is asked to follow windows."""
 from __future__ import annotations
 
-from .ir import Node
-from .symbolic import Term, op
+from converter.ir import Node
+from converter.shapes.symbolic import Term, op
 
 Dims = tuple[Term, ...]
 WINDOWED = {"Conv", "MaxPool", "AveragePool", "LpPool"}

@@ -17,20 +17,20 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import fp16
-from .api import NcnnModel, convert_prepared
-from .divergence import Divergence
-from .example_sizes import example_shapes
-from .forced_layers import forced_model
-from .image_input import ImageSpec
-from .int_inputs import ncnn_dtype
-from .interpreter import InterpreterError, run
-from .interpreter.blas_threads import blas_threads, choose_threads
-from .ir import ConversionError, Graph, Tensor
-from .layout import to_onnx
-from .ncnn_runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
-from .onnx_loader import graph_of_prepared, prepare_model
-from .quantization_steps import quantization_steps, within_steps
+from converter.api import NcnnModel, convert_prepared
+from converter.interpreter import InterpreterError, run
+from converter.interpreter.blas_threads import blas_threads, choose_threads
+from converter.ir import ConversionError, Graph, Tensor
+from converter.ncnn_side.layout import to_onnx
+from converter.ncnn_side.runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
+from converter.onnx_side.loader import graph_of_prepared, prepare_model
+from converter.shapes.example_sizes import example_shapes
+from converter.shapes.int_inputs import ncnn_dtype
+from converter.verification import fp16
+from converter.verification.divergence import Divergence
+from converter.verification.forced_layers import forced_model
+from converter.verification.image_input import ImageSpec
+from converter.verification.quantization_steps import quantization_steps, within_steps
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -85,7 +85,7 @@ class VerifyReport:
     # quantized models: layers that run int8, and each quantized node that runs in float, with why
     int8_layers: int | None = None
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
-    precision: str = "fp32"                             # or fp16, as devices run (converter/fp16.py)
+    precision: str = "fp32"                             # or fp16, as devices run (converter/verification/fp16.py)
     end_to_end: list[OutputCheck] = field(default_factory=list)   # quantized: outputs from the inputs alone
 
     def to_json(self) -> dict:
@@ -171,13 +171,13 @@ def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
 
 def ncnn_feed(array: np.ndarray, t: Tensor, dtype: str = "float32") -> np.ndarray:
     """An input as ncnn takes it: batch axis dropped, a scalar as [1], float32 numbers (or
-    int32 for an Embed's word indices: converter/int_inputs.py)."""
+    int32 for an Embed's word indices: converter/shapes/int_inputs.py)."""
     return np.atleast_1d(to_ncnn_layout(array, t)).astype(dtype)
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
             step: float | None = None) -> tuple[bool, float, float, str | None]:
-    """`step`: the tensor's quantization step (converter/quantization_steps.py), judged in those."""
+    """`step`: the tensor's quantization step (converter/verification/quantization_steps.py), judged in those."""
     if got.size != want.size:
         return False, float("inf"), float("inf"), f"shape {list(got.shape)} vs expected {list(want.shape)}"
     got = got.reshape(want.shape).astype(np.float64)
@@ -329,7 +329,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            precision: str = "fp32") -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
-    layout='ncnn'; precision='fp16' checks what devices run by default (converter/fp16.py)."""
+    layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
     if isinstance(model, NcnnModel):
         raise TypeError("verify takes the ONNX model (a path or ModelProto) and converts it itself, "
                         "not a converted NcnnModel")
@@ -369,7 +369,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
     checked, checked_feeds = converted, ncnn_feeds
-    if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/forced_layers.py)
+    if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/verification/forced_layers.py)
         checked, refs = forced_model(converted, reference)
         checked_feeds = {**ncnn_feeds, **{r: ncnn_feed(reference[b], converted.graph.tensors[b]) for r, b in refs.items()}}
         report.warnings.append("quantized model: each layer is checked on onnxruntime's values of its inputs, "

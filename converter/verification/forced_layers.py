@@ -5,13 +5,13 @@ the other way (in ncnn and in onnxruntime alike), and such a step grows through 
 end-to-end comparison cannot tell a right file from a wrong one. Here each blob that carries an ONNX
 tensor's name is read by its consumers as onnxruntime's value (a `<blob>_onnxref` Input in a copy of
 the graph), so each layer's output shows only its own error: right within one step of its quantizer
-(converter/quantization_steps.py), while a wrong scale or weight moves nearly every value.
+(converter/verification/quantization_steps.py), while a wrong scale or weight moves nearly every value.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import Graph, Node
+from converter.ir import Graph, Node
 
 SUFFIX = "_onnxref"
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .divergence import Divergence
-from .ir import Graph
-from .ncnn_layers import SPECS
+from converter.ir import Graph
+from converter.ncnn_side.layers import SPECS
+from converter.verification.divergence import Divergence
 
 FP16_MAX = 65504.0          # the largest finite float16; larger magnitudes become inf
 FP16_EPS = 2.0 ** -11       # float16's unit roundoff (10 fraction bits)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ir import ConversionError
+from converter.ir import ConversionError
 
 IMAGE_SUFFIXES = {".png", ".ppm", ".pgm", ".pnm", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".gif"}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

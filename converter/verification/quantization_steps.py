@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .qoperator_ops import EXPANSIONS
+from converter.onnx_side.qoperator_ops import EXPANSIONS
 
 # the share of a blob's elements that may be off by more than one step: steps flipped upstream, propagated
 FLIPPED_SHARE = 0.01

@@ -10,7 +10,7 @@ import math
 import os
 from pathlib import Path
 
-from .ir import ConversionError
+from converter.ir import ConversionError
 
 COLUMNS = ("layer", "type", "ONNX node", "shape", "max abs", "rel to max", "cosine", "NaN", "Inf")
 LOG_FLOOR, LOG_CEIL = -9.0, 1.0       # the chart's y range, in decades of relative error

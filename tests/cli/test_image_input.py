@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from converter.image_input import parse_image_spec, read_image, resize_bilinear
+from converter.verification.image_input import parse_image_spec, read_image, resize_bilinear
 from converter.ir import ConversionError
 from onnx_cases import make_model, onnxruntime_outputs
 from test_convert_cli import assert_bad_input, run_cli, save

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from converter.ir import ConversionError
-from converter.pnnx_args import parse_shape_list
+from converter.onnx_side.pnnx_args import parse_shape_list
 from onnx_cases import MODELS
 from test_convert_cli import assert_bad_input, run_cli
 

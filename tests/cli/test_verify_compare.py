@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from converter.verification import compare, verify
+from converter.verification.check import compare, verify
 from onnx_cases import make_model
 
 INF, NAN = np.inf, np.nan

@@ -3,7 +3,8 @@ import numpy as np
 from onnx import helper
 from onnx_cases import make_model
 
-from converter import onnx_loader, verify
+from converter.onnx_side import loader as onnx_loader
+from converter import verify
 
 
 def test_verify_checks_and_infers_the_model_once(monkeypatch):

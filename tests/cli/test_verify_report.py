@@ -132,7 +132,7 @@ def test_html_chart_has_an_index_axis_an_rtol_line_and_failing_rows_first(tmp_pa
 
 
 def test_exact_layers_are_not_drawn_at_the_floor():
-    from converter.verify_report import svg_chart
+    from converter.verification.report import svg_chart
     report = converter.verify(onnx.load(str(BCAST)))
     exact = [r for r in report.layers if r.rel_to_max == 0]
     assert exact                                  # this model has layers ncnn reproduces bit for bit

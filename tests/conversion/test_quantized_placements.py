@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 
 RNG = np.random.default_rng(0)
 X_SHAPE = [1, 4, 32]

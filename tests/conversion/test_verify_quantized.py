@@ -1,5 +1,5 @@
 """verify on quantized models: each layer judged on onnxruntime's values of its inputs, within one
-step of its quantizer (converter/forced_layers.py, converter/quantization_steps.py). A right int8
+step of its quantizer (converter/verification/forced_layers.py, converter/verification/quantization_steps.py). A right int8
 file passes although its outputs drift by steps end to end; a layer given a wrong scale is named."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-import converter.verification as verification
+import converter.verification.check as verification
 from converter import verify
 from quantized_cases import qdq_chain_model, qdq_conv_chain, qlinear_model
 from scripts.quantize_models import calibration_feeds, quantized

@@ -1,7 +1,7 @@
 """The .bin is streamed to disk in chunks: still all files or none when a chunk fails mid-way."""
 import pytest
 
-from converter.writer import write_atomically
+from converter.ncnn_side.writer import write_atomically
 
 
 def test_a_failing_chunk_stream_leaves_no_file(tmp_path):

@@ -8,9 +8,9 @@ import pytest
 from onnx import helper
 
 from converter import convert
-from converter.fp16 import tolerance
+from converter.verification.fp16 import tolerance
 from converter.interpreter import run
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import make_model, ncnn_layer_types, to_ncnn
 
 K, N = 16, 8

@@ -3,8 +3,8 @@ import numpy as np
 from onnx import helper
 
 from converter import convert
-from converter.fp16 import depths, judge, tolerance
-from converter.verification import Divergence, LayerRow, OutputCheck, VerifyReport
+from converter.verification.fp16 import depths, judge, tolerance
+from converter.verification.check import Divergence, LayerRow, OutputCheck, VerifyReport
 from onnx_cases import make_model
 
 

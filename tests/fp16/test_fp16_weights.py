@@ -8,7 +8,7 @@ import onnx
 from onnx import helper
 
 from converter import convert
-from converter.fp16 import weight_warnings
+from converter.verification.fp16 import weight_warnings
 from onnx_cases import make_model
 
 

@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 from converter import verify
-from converter.fp16 import tolerance
+from converter.verification.fp16 import tolerance
 from onnx_cases import make_model
 
 SHAPE = [1, 4, 8]

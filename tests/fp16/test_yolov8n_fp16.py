@@ -4,7 +4,7 @@ ncnn on x86 with fp16 on gives its fp32 numbers (blobs stay fp32 there; no Inner
 import platform
 
 from converter import verify
-from converter.fp16 import LOSS
+from converter.verification.fp16 import LOSS
 from scripts.fetch_models import fetch
 
 

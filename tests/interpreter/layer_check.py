@@ -8,10 +8,10 @@ import numpy as np
 
 from converter.interpreter import run
 from converter.ir import Graph, Node
-from converter.ncnn_axes import reshape_params
-from converter.ncnn_layers import SPECS
-from converter.ncnn_runtime import run_ncnn
-from converter.writer import save
+from converter.ncnn_side.axes import reshape_params
+from converter.ncnn_side.layers import SPECS
+from converter.ncnn_side.runtime import run_ncnn
+from converter.ncnn_side.writer import save
 
 
 @dataclass

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 
 from .layer_check import check, ids
 

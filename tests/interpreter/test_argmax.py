@@ -2,7 +2,7 @@
 import pytest
 
 import ncnn
-from converter.reader import NcnnFormatError, parse_param
+from converter.ncnn_side.reader import NcnnFormatError, parse_param
 
 ARGMAX_FILE = "7767517\n2 2\nInput in 0 1 x\nArgMax am 1 1 x y 0=0 1=1\n"
 

@@ -28,7 +28,7 @@ def test_crop_expression_matches_ncnn(tmp_path, rng, shape, ref_shape, starts, e
 
 
 def test_extra_blob_for_a_one_blob_expression_is_refused_like_ncnn(tmp_path):
-    from converter.ncnn_runtime import NcnnError
+    from converter.ncnn_side.runtime import NcnnError
     from .layer_check import one_layer_graph, run_real
     x = np.zeros((4, 6), np.float32)
     params = {19: "1", 20: "0w", 21: "1"}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from converter.interpreter import InterpreterError
-from converter.ncnn_runtime import NcnnError
+from converter.ncnn_side.runtime import NcnnError
 
 from .layer_check import check, ids, interpret
 
@@ -36,5 +36,5 @@ def test_axis_out_of_range_is_refused(tmp_path, rng):
 
 
 def test_running_sum_of_ones_counts_exactly(tmp_path):
-    """The anchor-grid rewrite (converter/runtime_fill.py) counts 1, 2, ... n with it: exact in float32."""
+    """The anchor-grid rewrite (converter/shapes/runtime_fill.py) counts 1, 2, ... n with it: exact in float32."""
     check(tmp_path, "CumulativeSum", {}, [np.ones(5000, np.float32)], exact=True)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from converter.interpreter import InterpreterError
-from converter.ncnn_layers import einsum_equation
-from converter.ncnn_runtime import NcnnError
+from converter.ncnn_side.layers import einsum_equation
+from converter.ncnn_side.runtime import NcnnError
 
 from .layer_check import check, interpret
 

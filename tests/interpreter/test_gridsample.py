@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from converter.interpreter import InterpreterError
-from converter.ncnn_runtime import NcnnError
+from converter.ncnn_side.runtime import NcnnError
 
 from .layer_check import check, ids, interpret, run_real, one_layer_graph
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from converter.expression import Expr, count_blobs, evaluate, expression_list
+from converter.ncnn_side.expression import Expr, count_blobs, evaluate, expression_list
 from converter.interpreter import InterpreterError
 
 from .layer_check import check, interpret
@@ -50,7 +50,7 @@ def test_builder_writes_what_it_means():
 
 
 def test_extra_blob_for_a_one_blob_expression_is_refused_like_ncnn(tmp_path):
-    from converter.ncnn_runtime import NcnnError
+    from converter.ncnn_side.runtime import NcnnError
     from .layer_check import one_layer_graph, run_real
     x = np.zeros((2, 3), np.float32)
     graph, feeds = one_layer_graph("Reshape", {6: "0w,0h"}, [x, x])

@@ -98,7 +98,7 @@ def test_blobs_are_released_after_their_last_consumer(monkeypatch):
     from converter.interpreter import buffers
     from converter.interpreter.buffers import empty
     from converter.interpreter.registry import KERNELS, Kernel
-    from converter.ncnn_layers import SPECS, LayerSpec
+    from converter.ncnn_side.layers import SPECS, LayerSpec
 
     # these blobs are below the pool's size floor; without this the test measured malloc's reuse
     monkeypatch.setattr(buffers, "POOL_MIN_FLOATS", 0)

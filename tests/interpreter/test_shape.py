@@ -210,7 +210,7 @@ def test_padding_per_channel_values(tmp_path, shape, named):
 
 
 def test_permute_2d_beyond_transpose_fails_in_both(tmp_path):
-    from converter.ncnn_runtime import NcnnError
+    from converter.ncnn_side.runtime import NcnnError
 
     from .layer_check import one_layer_graph
     graph, feeds = one_layer_graph("Permute", ids("Permute", order_type=2), [arange((3, 4))])

@@ -8,7 +8,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import assert_matches_reference, assert_one_file_many_sizes, check_in_ncnn, make_model
 
 CONV_W = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)

@@ -94,7 +94,7 @@ def test_external_data_beside_the_model(tmp_path):
     feeds = random_inputs(model)
     converted = convert(tmp_path / "m.onnx")
     converted.save(tmp_path / "m.param", tmp_path / "m.bin")
-    from converter.ncnn_runtime import run_ncnn
+    from converter.ncnn_side.runtime import run_ncnn
     out = run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {"x": feeds["x"][0]}, ["y"])["y"]
     assert_matches_reference(model, feeds, {"y": out})
 
@@ -119,5 +119,5 @@ def test_fp16_weights(tmp_path):
                        [("y", [1, 3, 4])], [("w", np.linspace(-1, 1, 4, dtype=np.float32))])
     converted = convert(model)
     converted.save(tmp_path / "a.param", tmp_path / "a.bin", fp16=True)
-    from converter.reader import read_ncnn
+    from converter.ncnn_side.reader import read_ncnn
     assert read_ncnn(tmp_path / "a.param", tmp_path / "a.bin").nodes   # loads back

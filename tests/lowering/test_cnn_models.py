@@ -6,7 +6,7 @@ import onnx
 import pytest
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import MODELS, assert_matches_reference, check_in_ncnn, random_inputs
 
 

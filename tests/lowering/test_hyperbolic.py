@@ -5,7 +5,7 @@ import pytest
 from onnx import helper
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import make_model, onnxruntime_outputs
 
 

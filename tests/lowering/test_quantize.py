@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from converter import convert
 from quantized_cases import dynamic_model, qlinear_model
 from converter.ir import ConversionError
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 
 
 def qdq_conv(weight_q: np.ndarray, weight_scale, x_zero=np.int8(0), axis: int = 0) -> onnx.ModelProto:

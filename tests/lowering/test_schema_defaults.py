@@ -1,6 +1,6 @@
 """The hand-typed attribute defaults the lowerings dropped for `node.attrs[name]` are onnx's schema
 defaults at every opset the loader keeps (13, its upgrade floor, to the newest onnx knows), so filling
-them from the schema (converter/onnx_defaults.py) changes no conversion."""
+them from the schema (converter/onnx_side/defaults.py) changes no conversion."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,8 @@ import pytest
 from onnx import defs
 
 from converter.ir import Node
-from converter.onnx_defaults import fill_defaults, schema_defaults
-from converter.onnx_loader import MIN_OPSET
+from converter.onnx_side.defaults import fill_defaults, schema_defaults
+from converter.onnx_side.loader import MIN_OPSET
 
 OPSETS = range(MIN_OPSET, defs.onnx_opset_version() + 1)
 

@@ -7,8 +7,8 @@ from onnx import helper
 
 from converter import ConversionError
 from converter.api import NcnnModel
-from converter.ncnn_runtime import run_ncnn
-from converter.onnx_loader import load_onnx
+from converter.ncnn_side.runtime import run_ncnn
+from converter.onnx_side.loader import load_onnx
 from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, make_model, onnxruntime_outputs, random_inputs
 from passes import run_pipeline
 from passes.fold_constants import fold_constants

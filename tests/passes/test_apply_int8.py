@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import to_ncnn
 
 

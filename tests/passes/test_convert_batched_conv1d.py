@@ -5,7 +5,7 @@ import pytest
 from onnx import helper
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import (assert_matches_reference, check_in_ncnn, check_interpreter_matches_ncnn,
                         make_model, ncnn_layer_types, random_inputs, to_ncnn)
 

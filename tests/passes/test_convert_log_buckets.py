@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from converter import convert
-from converter.layout import to_ncnn
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.layout import to_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import assert_matches_reference, make_model
 from passes.convert_log_buckets import thresholds
 

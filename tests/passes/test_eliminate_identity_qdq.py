@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter.api import NcnnModel
-from converter.ncnn_runtime import run_ncnn
-from converter.onnx_loader import load_onnx
+from converter.ncnn_side.runtime import run_ncnn
+from converter.onnx_side.loader import load_onnx
 from passes import run_pipeline
 from passes.eliminate_identity_qdq import eliminate_identity_qdq
 from passes.hoist_relu_over_qdq import hoist_relu_over_qdq

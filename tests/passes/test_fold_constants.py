@@ -7,7 +7,7 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.onnx_loader import load_onnx
+from converter.onnx_side.loader import load_onnx
 from passes.fold_constants import fold_constants
 from tests.onnx_cases import check_in_ncnn, make_model, ncnn_layer_types
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from converter.onnx_loader import load_onnx
+from converter.onnx_side.loader import load_onnx
 from onnx_cases import check_in_ncnn, make_model
 from passes.fuse_conv_batchnorm import fuse_conv_batchnorm
 from passes.fuse_swish import fuse_swish

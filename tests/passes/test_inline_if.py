@@ -140,7 +140,7 @@ def test_input_value_must_fit_the_input():
 
 
 def test_no_control_flow_means_no_work():
-    from converter.onnx_loader import load_onnx
+    from converter.onnx_side.loader import load_onnx
     from passes.inline_if import inline_if
     model = rate_model()
     model.graph.node[1].CopyFrom(helper.make_node("Identity", ["x"], ["y"]))
@@ -172,7 +172,7 @@ def shape_decided_model():
 
 
 def test_if_on_a_size_known_after_folding_is_inlined(tmp_path):
-    from converter.onnx_loader import load_onnx
+    from converter.onnx_side.loader import load_onnx
     model = shape_decided_model()
     assert load_onnx(model).tensors["r"].shape is None      # what makes this case hard
     feeds = random_inputs(model)

@@ -7,7 +7,7 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.verification import verify
+from converter.verification.check import verify
 from onnx_cases import assert_one_file_many_sizes, check_in_ncnn, check_interpreter_matches_ncnn, make_model, ncnn_layer_types
 
 C = 4

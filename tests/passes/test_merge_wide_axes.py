@@ -164,7 +164,7 @@ def unfold_gathers(c=2, size=6, k=3):
 def mobilevit_block(c=4, h=4, w=4, p=2, heads=2):
     """timm's MobileViT block: unfold [1,C,H,W] into [P, N, C] patches (the batch folds into other axes),
     attention with a 5-D qkv, fold back to [1,C,H,W] for a Conv: the literal 1 leading the fold's
-    Reshape target is the batch axis again (converter/batch_axis.py), so the Conv runs."""
+    Reshape target is the batch axis again (converter/shapes/batch_axis.py), so the Conv runs."""
     nh, nw, n, patch = h // p, w // p, (h // p) * (w // p), p * p
     hd = c // heads
     conv = lambda name, x, y: helper.make_node("Conv", [x, name], [y])   # noqa: E731

@@ -9,8 +9,8 @@ import onnxruntime as ort
 import pytest
 
 from converter.api import NcnnModel
-from converter.ncnn_runtime import run_ncnn
-from converter.onnx_loader import load_onnx
+from converter.ncnn_side.runtime import run_ncnn
+from converter.onnx_side.loader import load_onnx
 from passes import run_pipeline
 from passes.narrow_quantize_clips import _bound, _rounded, narrow_quantize_clips
 from quantized_cases import qdq_chain_model

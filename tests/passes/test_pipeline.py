@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.onnx_loader import load_onnx
+from converter.onnx_side.loader import load_onnx
 from passes import PIPELINE
 from pipeline_cases import CASES
 

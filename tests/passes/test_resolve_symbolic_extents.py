@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from converter.symbolic import Ref, op
-from converter.symbolic_shapes import broadcast, evaluate, quotient
+from converter.shapes.symbolic import Ref, op
+from converter.shapes.symbolic_shapes import broadcast, evaluate, quotient
 from onnx_cases import assert_one_file_many_sizes, make_model
 
 SEQ = Ref("x", 1)

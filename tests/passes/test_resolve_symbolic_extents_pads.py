@@ -1,6 +1,6 @@
 """Pads computed from run-time sizes (the classic U-Net's `F.pad(up, [dx // 2, dx - dx // 2, ...])` with
 dx = skip.size(3) - up.size(3)): express_shapes keeps them as terms; where each is a formula of one
-extent bounded over the probed sizes, resolve_symbolic_extents (converter/run_time_pad.py) pads by the
+extent bounded over the probed sizes, resolve_symbolic_extents (converter/shapes/runtime_pad.py) pads by the
 bounds (a constant Padding, none when no pad is ever positive) and crops the window with 19/20
 expressions; the Pad lowering refuses the rest naming the node."""
 import numpy as np
@@ -9,8 +9,8 @@ from onnx import helper
 
 from converter import convert
 from converter.ir import ConversionError
-from converter.symbolic import Ref, op
-from converter.symbolic_shapes import broadcast, evaluate
+from converter.shapes.symbolic import Ref, op
+from converter.shapes.symbolic_shapes import broadcast, evaluate
 from onnx_cases import assert_one_file_many_sizes, make_model
 
 I64 = lambda v: np.array(v, np.int64)  # noqa: E731

@@ -9,7 +9,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from converter import load_ncnn, ncnn_runtime
+from converter import load_ncnn
+from converter.ncnn_side import runtime as ncnn_runtime
 from converter.interpreter import InterpreterError
 
 DATA = Path(__file__).parent.parent / "data" / "pnnx"

@@ -4,9 +4,9 @@ import struct
 import numpy as np
 import pytest
 
-from converter.ncnn_layers import FP16_FLAG
-from converter.reader import NcnnFormatError, parse_param, read_ncnn
-from converter.writer import save
+from converter.ncnn_side.layers import FP16_FLAG
+from converter.ncnn_side.reader import NcnnFormatError, parse_param, read_ncnn
+from converter.ncnn_side.writer import save
 
 INPUT_ONLY = "7767517\n1 1\nInput in 0 1 x\n"
 
@@ -111,7 +111,7 @@ def test_another_tag_is_called_a_mismatched_bin(tmp_path, tag):
 
 def test_the_other_float32_tag_reads_as_the_real_ncnn_does(tmp_path):
     from converter.api import load_ncnn
-    from converter.ncnn_runtime import run_ncnn
+    from converter.ncnn_side.runtime import run_ncnn
     data = struct.pack("<I", 0x0002C056) + floats(*range(6)) + floats(7, 8)
     param, bin_ = write(tmp_path, CONV.replace("0=2 1=1", "0=2 1=1 2=1 3=1"), data)
     x = np.random.default_rng(0).uniform(-1, 1, (3, 4, 5)).astype(np.float32)

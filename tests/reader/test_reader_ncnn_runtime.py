@@ -8,10 +8,11 @@ import struct
 import numpy as np
 import pytest
 
-from converter import load_ncnn, ncnn_runtime
-from converter.ncnn_layers import FP16_FLAG
-from converter.reader import read_ncnn
-from converter.writer import save
+from converter import load_ncnn
+from converter.ncnn_side import runtime as ncnn_runtime
+from converter.ncnn_side.layers import FP16_FLAG
+from converter.ncnn_side.reader import read_ncnn
+from converter.ncnn_side.writer import save
 
 
 def conv3x3_same(x, w, b):

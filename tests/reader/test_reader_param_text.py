@@ -1,7 +1,7 @@
 """Hand-written .param text: arrays, e-notation, strings, spacing, kind conversion, unknown ids."""
 import numpy as np
 
-from converter.reader import parse_param, read_ncnn
+from converter.ncnn_side.reader import parse_param, read_ncnn
 
 F32 = lambda v: float(np.float32(v))  # noqa: E731
 
@@ -83,7 +83,8 @@ BinaryOp         splitncnn_0@6 2 1 y1 y2 z 0=2
 
 def test_repeated_layer_names_are_accepted_like_ncnn(tmp_path):
     """pnnx writes `splitncnn_0` more than once; ncnn binds by blob name and never checks."""
-    from converter import load_ncnn, ncnn_runtime
+    from converter import load_ncnn
+    from converter.ncnn_side import runtime as ncnn_runtime
     (tmp_path / "m.param").write_text(DUPLICATE_NAMES)
     (tmp_path / "m.bin").write_bytes(b"")
     model = load_ncnn(tmp_path / "m.param", tmp_path / "m.bin")

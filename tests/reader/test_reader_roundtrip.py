@@ -1,10 +1,10 @@
-"""Graphs written by converter.writer read back as the same layers, params and weights."""
+"""Graphs written by converter.ncnn_side.writer read back as the same layers, params and weights."""
 import numpy as np
 import pytest
 
-from converter.ncnn_layers import FLOAT, FLOATS, SPECS
-from converter.reader import read_ncnn
-from converter.writer import save
+from converter.ncnn_side.layers import FLOAT, FLOATS, SPECS
+from converter.ncnn_side.reader import read_ncnn
+from converter.ncnn_side.writer import save
 
 GRAPH_NAMES = ["conv_net", "odd_net"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import fed_inputs, onnxruntime_outputs, to_ncnn
 from scripts.fetch_models import fetch
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from converter import load_ncnn
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from scripts.fetch_models import fetch
 
 from .real_check import within_tolerance

@@ -19,7 +19,7 @@ import onnxruntime as ort
 import pytest
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import to_ncnn
 from scripts.fetch_models import fetch
 from scripts.quantize_models import QDQ_TWIN, calibration_feeds, quantized

@@ -6,7 +6,7 @@ import onnx
 import pytest
 
 from converter import convert
-from converter.ncnn_runtime import run_ncnn
+from converter.ncnn_side.runtime import run_ncnn
 from tests.onnx_cases import MODELS, ncnn_layer_types, onnxruntime_outputs, to_ncnn
 
 

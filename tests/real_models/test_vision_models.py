@@ -59,7 +59,7 @@ def test_yolov8n_fixed_size(tmp_path):
 
 def test_yolov8n_two_sizes_from_one_file(tmp_path):
     """Its anchor grid (Range, ConstantOfShape, Expand over the feature maps' sizes) is computed at run
-    time: filled Interps and CumulativeSum (converter/runtime_fill.py), not --input-shape."""
+    time: filled Interps and CumulativeSum (converter/shapes/runtime_fill.py), not --input-shape."""
     check_real_model("yolov8n_320", [{"images": [1, 3, 320, 320]}, {"images": [1, 3, 256, 384]}], tmp_path)
 
 

@@ -10,7 +10,7 @@ import pytest
 from converter.interpreter import kernels as _kernels  # noqa: F401  (registers the kernels)
 from converter.interpreter.registry import KERNELS
 from converter.lowering import LOWERINGS, load_all
-from converter.ncnn_layers import SPECS
+from converter.ncnn_side.layers import SPECS
 from scripts.op_index import ROOT, literals_by_test_file, files_testing
 
 # layer types the reader accepts that the interpreter deliberately cannot run, with why

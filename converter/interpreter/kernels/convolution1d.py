@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ncnn_layers import Params
+from converter.ncnn_side.layers import Params
+
 from ..registry import fail, kernel, shape_str
 from .convolution import SAME_LOWER, SAME_UPPER, grouped_conv
 from .deconvolutiondepthwise import grouped_deconvolution

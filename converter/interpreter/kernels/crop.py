@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expression import ExpressionError, count_blobs, evaluate
+from converter.ncnn_side.expression import ExpressionError, count_blobs, evaluate
+
 from ..registry import AUTO, extents, fail, kernel, shape_str
 
 _CROP_AXES = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}   # ncnn axis names in numpy order

@@ -3,8 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expression import ExpressionError, count_blobs, evaluate
-from ...ncnn_interp import BICUBIC, BILINEAR, F32, NEAREST, nearest_step, resample, take_nearest, taps
+from converter.ncnn_side.expression import ExpressionError, count_blobs, evaluate
+from converter.ncnn_side.interp_sampling import (
+    BICUBIC,
+    BILINEAR,
+    F32,
+    NEAREST,
+    nearest_step,
+    resample,
+    take_nearest,
+    taps,
+)
+
 from ..registry import extents, fail, kernel, require_rank
 
 

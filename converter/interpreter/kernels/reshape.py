@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expression import ExpressionError, count_blobs, count_terms, evaluate
+from converter.ncnn_side.expression import ExpressionError, count_blobs, count_terms, evaluate
+
 from ..registry import AUTO, extents, fail, kernel, shape_str
 
 NO_BATCH_AXIS = 233   # Reshape 12=/13= default: the shape has no batch axis

@@ -1,0 +1,1 @@
+"""What passes share: matching helpers, folding one node, splicing subgraphs, probing attention at run-time sizes."""
