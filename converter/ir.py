@@ -71,6 +71,7 @@ class Node:
     weights: list[np.ndarray] = field(default_factory=list)  # ncnn weights in .bin order
     ncnn: bool = False                 # True once this is an ncnn layer
     origin: str | None = None          # the ONNX node this came from, for messages
+    meta: dict[str, Any] = field(default_factory=dict)    # what passes leave for later passes (terms...)
 
     def describe(self) -> str:
         return f"{self.op} node '{self.origin or self.name}'"

@@ -16,5 +16,8 @@ UNARY_ELEMENTWISE = frozenset({
     "Not", "IsNaN", "IsInf"})
 # values do not depend on their position: merging or reordering axes around these changes nothing
 ELEMENTWISE = BROADCASTING | UNARY_ELEMENTWISE
+# reductions over `axes` (keepdims or not): the Reduce* family
+REDUCE = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                    "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
 # opset < 7: the ops that took `broadcast=1, axis=k` (B aligned to A from axis k)
 LEGACY_BROADCAST = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"})

@@ -46,9 +46,9 @@ from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
-from .insert_split import insert_split
+from .insert_split import check_single_readers, insert_split
 from .insert_wide_matmul_reshapes import insert_wide_matmul_reshapes
-from .lower_onnx import lower_onnx
+from .lower_onnx import check_all_lowered, lower_onnx
 from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
 from .merge_broadcast_axes import merge_broadcast_axes
@@ -201,7 +201,8 @@ PIPELINE: list[Pass] = [
     insert_split,
 ]
 
-INVARIANTS = {fix_broadcast: check_binary_ranks}
+# what a pass promises the passes after it (checked after it runs, like torch.fx's ensures)
+INVARIANTS = {lower_onnx: check_all_lowered, fix_broadcast: check_binary_ranks, insert_split: check_single_readers}
 
 
 def run_pipeline(graph: Graph, skip: set[Pass] = frozenset(),

@@ -69,7 +69,7 @@ def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
             or not steps_are_one:
         return False
     axes = [int(a) % x.rank if -x.rank <= int(a) < x.rank else int(a) for a in axes.reshape(-1)]
-    node.attrs[SLICE_TERMS] = {"starts": starts, "ends": ends, "axes": axes}
+    node.meta[SLICE_TERMS] = {"starts": starts, "ends": ends, "axes": axes}
     graph.set_inputs(node, [x.name])
     pin_refs(graph, node, [*starts, *ends])
     out = graph.tensors[node.outputs[0]]
@@ -91,7 +91,7 @@ def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
     target = [extent(graph, x.name, i) for i in range(x.rank)]
     for axis, term in zip(listed, math.terms[sizes]):
         target[axis] = term
-    node.attrs[SHAPE_TERMS] = target
+    node.meta[SHAPE_TERMS] = target
     node.attrs.pop("axes", None)
     graph.replace_input(node, 3, "")
     pin_refs(graph, node, target)
@@ -109,7 +109,7 @@ def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
     pads = math.terms.get(node.inputs[1]) if len(node.inputs) > 1 else None
     if pads is None or x.rank is None or len(pads) != 2 * x.rank or (len(node.inputs) > 3 and node.inputs[3]):
         return False
-    node.attrs[SHAPE_TERMS] = pads
+    node.meta[SHAPE_TERMS] = pads
     graph.replace_input(node, 1, "")
     pin_refs(graph, node, pads)
     graph.tensors[node.outputs[0]].shape = None if x.shape is None else tuple(
@@ -134,7 +134,7 @@ def _express(graph: Graph, node: Node, terms: list[Term]) -> None:
     allowzero = node.attrs.get("allowzero", 0)
     target = [extent(graph, x.name, i) if t == 0 and not allowzero and x.rank and i < x.rank else t
               for i, t in enumerate(terms)]
-    node.attrs[SHAPE_TERMS] = target
+    node.meta[SHAPE_TERMS] = target
     graph.replace_input(node, 1, "")
     pin_refs(graph, node, target)
     shape = [known_value(t) if known_value(t) != -1 else None for t in target]

@@ -17,7 +17,7 @@ from converter.shapes.symbolic import SHAPE_TERMS
 
 def _reads_only_elements(graph: Graph, reader: Node) -> bool:
     """A Reshape whose target does not copy extents from its input's shape."""
-    if reader.op != "Reshape" or reader.ncnn or SHAPE_TERMS in reader.attrs or len(reader.inputs) < 2:
+    if reader.op != "Reshape" or reader.ncnn or SHAPE_TERMS in reader.meta or len(reader.inputs) < 2:
         return False
     target = graph.value(reader.inputs[1])
     return target is not None and (reader.attrs.get("allowzero", 0) or not np.any(target == 0))

@@ -14,6 +14,7 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 from converter.ir import Graph, Tensor
+from converter.op_table import OpTable
 from converter.rewrite.fold import fold_node
 from converter.shapes.batch_axis import assign_batch_axes
 
@@ -35,6 +36,11 @@ def _value_needed(t: Tensor) -> bool:
     return t.value.dtype.kind in "iub" or t.value.size <= 16
 
 
+# shapes onnx's inference does not give, by op
+OWN_RULES = OpTable("shape rule")
+
+
+@OWN_RULES.register("STFT")
 def _stft_shape(graph: Graph, node) -> tuple | None:
     """[batch, frames, bins, 2]: onnx infers nothing when the signal length is unknown."""
     signal = graph.tensors[node.inputs[0]]
@@ -53,7 +59,6 @@ def _stft_shape(graph: Graph, node) -> tuple | None:
 
 # ops whose output shapes we work out where onnx's inference gives none: the nodes are cut from
 # the model onnx infers, their outputs entering it as inputs of the shape found here
-OWN_RULES = {"STFT": _stft_shape}
 
 
 def _apply_own_rules(graph: Graph) -> None:
@@ -70,7 +75,7 @@ def _apply_own_rules(graph: Graph) -> None:
 def _cut(node) -> bool:
     """Nodes onnx cannot infer as they stand (a Reshape whose target became an expression, ops of
     OWN_RULES): their outputs enter the model as inputs of the shape we know."""
-    return node.op in OWN_RULES or any(k.startswith("_") for k in node.attrs)
+    return node.op in OWN_RULES or bool(node.meta)
 
 
 def _as_model(graph: Graph) -> onnx.ModelProto | None:

@@ -11,6 +11,15 @@ from __future__ import annotations
 from converter.ir import Graph, Node, Tensor
 
 
+def check_single_readers(graph: Graph) -> None:
+    """Invariant after this pass: every blob is read once (one input slot of one layer), a graph
+    output by nothing."""
+    for name in graph.tensors:
+        reads = graph.use_count(name)          # an output's extraction counts as a read
+        if reads > 1:
+            raise AssertionError(f"blob '{name}' is read {reads} times without a Split")
+
+
 def insert_split(graph: Graph) -> dict:
     added = 0
     outputs = set(graph.outputs)

@@ -13,6 +13,13 @@ from converter.lowering.common import depends_on
 from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 
+def check_all_lowered(graph: Graph) -> None:
+    """Invariant after this pass: every node is an ncnn layer."""
+    left = [node.describe() for node in graph.nodes.values() if not node.ncnn]
+    if left:
+        raise AssertionError(f"{len(left)} ONNX node(s) left unlowered, e.g. {left[0]}")
+
+
 def lower_onnx(graph: Graph) -> dict:
     load_all()
     onnx_nodes = [n for n in graph.topological() if not n.ncnn]

@@ -197,12 +197,12 @@ class _Merger:
         if y.name in graph.outputs and _wide(y) and not graph.consumers(y.name):
             y.onnx_shape, y.onnx_batch_axis = y.shape, y.batch_axis
             y.shape, y.batch_axis = _merged(y.shape), 0
-            graph.add_node(Node(node.name, node.op, inputs, [y.name], attrs, origin=node.origin))
+            graph.add_node(Node(node.name, node.op, inputs, [y.name], attrs, origin=node.origin, meta=dict(node.meta)))
             self.merged_of[y.name] = y.name
             return
         out = graph.fresh_name(f"{y.name}_merged")
         graph.add_tensor(Tensor(out, _merged(y.shape), y.dtype, batch_axis=0))
-        graph.add_node(Node(node.name, node.op, inputs, [out], attrs, origin=node.origin))
+        graph.add_node(Node(node.name, node.op, inputs, [out], attrs, origin=node.origin, meta=dict(node.meta)))
         self.unmerges.append(_reshape(graph, node, out, y.name, y.shape, "_unmerge_batch"))
         self.merged_of[y.name] = out
 

@@ -181,8 +181,8 @@ def _refs(term: Term) -> list[Ref]:
 
 
 def _terms_of(node: Node) -> list[Term]:
-    terms = list(node.attrs.get(SHAPE_TERMS) or [])
-    sliced = node.attrs.get(SLICE_TERMS)
+    terms = list(node.meta.get(SHAPE_TERMS) or [])
+    sliced = node.meta.get(SLICE_TERMS)
     return terms + ([*sliced["starts"], *sliced["ends"]] if sliced else [])
 
 
@@ -191,8 +191,8 @@ def _target_terms(graph: Graph, node: Node) -> list[Term] | None:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None or out.shape is None:
         return None
-    if SHAPE_TERMS in node.attrs:
-        return list(node.attrs[SHAPE_TERMS])
+    if SHAPE_TERMS in node.meta:
+        return list(node.meta[SHAPE_TERMS])
     if None not in out.shape:
         return [1 if i == out.batch_axis else int(d) for i, d in enumerate(out.shape)]
     if node.op == "Reshape":
@@ -279,11 +279,11 @@ def _product(shape: Shape, axes: list[int]) -> int | None:
 
 
 def _remap_attrs(graph: Graph, node: Node, groups: dict[str, list[list[int]]]) -> None:
-    if SHAPE_TERMS in node.attrs:
-        node.attrs[SHAPE_TERMS] = [_remap(t, graph, groups) for t in node.attrs[SHAPE_TERMS]]
-    if SLICE_TERMS in node.attrs:
-        s = node.attrs[SLICE_TERMS]
-        node.attrs[SLICE_TERMS] = {**s, "starts": [_remap(t, graph, groups) for t in s["starts"]],
+    if SHAPE_TERMS in node.meta:
+        node.meta[SHAPE_TERMS] = [_remap(t, graph, groups) for t in node.meta[SHAPE_TERMS]]
+    if SLICE_TERMS in node.meta:
+        s = node.meta[SLICE_TERMS]
+        node.meta[SLICE_TERMS] = {**s, "starts": [_remap(t, graph, groups) for t in s["starts"]],
                                    "ends": [_remap(t, graph, groups) for t in s["ends"]]}
 
 
@@ -298,12 +298,12 @@ def _rewrite_reshape(graph: Graph, node: Node, groups: dict[str, list[list[int]]
             product = op("*", product, p)
         merged.append(-1 if -1 in [p for p in parts if isinstance(p, int)] else product)
     merged = [_remap(t, graph, groups) for t in merged]
-    node.op, node.attrs = "Reshape", {}
+    node.op, node.attrs, node.meta = "Reshape", {}, {}
     if all(isinstance(t, int) for t in merged):
         target = graph.add_constant(f"{out.name}_merged_shape", np.array(merged, np.int64))
         graph.set_inputs(node, [x.name, target.name])
     else:
-        node.attrs[SHAPE_TERMS] = merged
+        node.meta[SHAPE_TERMS] = merged
         graph.set_inputs(node, [x.name, ""])
         pin_refs(graph, node, merged)
 
@@ -327,8 +327,8 @@ def _set_slice_axes(graph: Graph, node: Node, groups: dict[str, list[list[int]]]
     x = graph.tensors[node.inputs[0]]
     x_groups = groups.get(x.name) or [[i] for i in range(x.rank)]
     axes = [_group_of(x_groups, a) for a in _slice_axes(graph, node, x)]
-    if SLICE_TERMS in node.attrs:
-        node.attrs[SLICE_TERMS] = {**node.attrs[SLICE_TERMS], "axes": axes}
+    if SLICE_TERMS in node.meta:
+        node.meta[SLICE_TERMS] = {**node.meta[SLICE_TERMS], "axes": axes}
     elif "starts" in node.attrs:
         node.attrs["axes"] = axes
     else:

@@ -67,8 +67,8 @@ class IndexRanges:
     def visit(self, node: Node) -> None:
         for name in node.inputs:
             self._constant(name)
-        terms = node.attrs.get(SHAPE_TERMS)
-        if node.op == "ConstantOfShape" and node.attrs.get(FILL_VALUE) == 1.0 and terms and len(terms) == 1:
+        terms = node.meta.get(SHAPE_TERMS)
+        if node.op == "ConstantOfShape" and node.meta.get(FILL_VALUE) == 1.0 and terms and len(terms) == 1:
             self.ones[node.outputs[0]] = self.shapes.canon(terms[0])
         try:
             found = self._rule(node)
@@ -79,7 +79,7 @@ class IndexRanges:
 
     def _sliced_arange(self, node: Node) -> tuple[Term, int] | None:
         """A run-time length cut from a constant c, c + 1, ... (HF's position_ids buffer)."""
-        value, sliced = self.graph.value(node.inputs[0]), node.attrs[SLICE_TERMS]
+        value, sliced = self.graph.value(node.inputs[0]), node.meta[SLICE_TERMS]
         if value is None or value.size < 2 or len(sliced["axes"]) != 1 or not isinstance(sliced["starts"][0], int) \
                 or sum(d != 1 for d in value.shape) != 1 or value.shape[sliced["axes"][0]] == 1:
             return None
@@ -93,7 +93,7 @@ class IndexRanges:
         ranges = self.ranges
         if node.op == "CumSum" and node.inputs[0] in self.ones and self._scalar(node.inputs[1]) in (0, -1):
             return self.ones[node.inputs[0]], 1
-        if node.op == "Slice" and SLICE_TERMS in node.attrs:
+        if node.op == "Slice" and SLICE_TERMS in node.meta:
             return self._sliced_arange(node)
         if node.op == "Expand" and ranges.get(node.inputs[0], (None,))[0] == 1:
             return ranges[node.inputs[0]]
@@ -119,7 +119,7 @@ class IndexRanges:
 
 def _reads_elements_only(graph: Graph, reader: Node, name: str) -> bool:
     """A Reshape of `name` to a target that copies no extent from it."""
-    if reader.op != "Reshape" or reader.ncnn or SHAPE_TERMS in reader.attrs or reader.inputs[0] != name \
+    if reader.op != "Reshape" or reader.ncnn or SHAPE_TERMS in reader.meta or reader.inputs[0] != name \
             or reader.inputs.count(name) != 1 or len(reader.inputs) < 2:
         return False
     target = graph.value(reader.inputs[1])
@@ -192,7 +192,7 @@ def _row_range(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRa
     rows = graph.add_tensor(Tensor(graph.fresh_name(f"{out}_rows"), (None, *graph.tensors[table].shape[1:]),
                                    graph.tensors[table].dtype))
     cut = Node(graph.fresh_name(f"{node.name}_rows"), "Slice", [table], [rows.name], origin=node.origin or node.name,
-               attrs={SLICE_TERMS: {"starts": [offset], "ends": [op("+", n, offset)], "axes": [0]}})
+               meta={SLICE_TERMS: {"starts": [offset], "ends": [op("+", n, offset)], "axes": [0]}})
     graph.add_node(cut)
     pin_refs(graph, cut, [n])
     unit = [i for i, d in enumerate(dims) if d != n]
@@ -237,12 +237,12 @@ def _constant_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
         return False
     for x, ones in (node.inputs, node.inputs[::-1]):
         fill = graph.producer(ones)
-        if fill is not None and fill.op == "ConstantOfShape" and fill.attrs.get(FILL_VALUE) == 1.0 \
-                and SHAPE_TERMS in fill.attrs and graph.use_count(ones) == 1 and x != ones:
+        if fill is not None and fill.op == "ConstantOfShape" and fill.meta.get(FILL_VALUE) == 1.0 \
+                and SHAPE_TERMS in fill.meta and graph.use_count(ones) == 1 and x != ones:
             break
     else:
         return False
-    terms, have = [shapes.canon(t) for t in fill.attrs[SHAPE_TERMS]], shapes.of(x)
+    terms, have = [shapes.canon(t) for t in fill.meta[SHAPE_TERMS]], shapes.of(x)
     if have is None or len(have) > len(terms) or graph.tensors[x].dtype != graph.tensors[node.outputs[0]].dtype:
         return False
     target = []
@@ -311,16 +311,16 @@ def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes, related: 
     keeps reading the tensor whose size it takes (one blob, no arithmetic) and records both sides' terms
     over the inputs' extents (`related`: through convs and pools too), so its lowering checks only the
     pairs of extents that can meet."""
-    if node.op == "Resize" and SHAPE_TERMS in node.attrs:
+    if node.op == "Resize" and SHAPE_TERMS in node.meta:
         x = related.of(node.inputs[0])
-        node.attrs[RESIZE_RELATION] = None if x is None else (x, tuple(related.canon(t) for t in node.attrs[SHAPE_TERMS]))
+        node.meta[RESIZE_RELATION] = None if x is None else (x, tuple(related.canon(t) for t in node.meta[SHAPE_TERMS]))
         return False
-    if SHAPE_TERMS in node.attrs:
-        old = node.attrs[SHAPE_TERMS]
+    if SHAPE_TERMS in node.meta:
+        old = node.meta[SHAPE_TERMS]
         new = [shapes.canon(t) for t in old]
         named = new
-    elif SLICE_TERMS in node.attrs:
-        old = node.attrs[SLICE_TERMS]
+    elif SLICE_TERMS in node.meta:
+        old = node.meta[SLICE_TERMS]
         new = {**old, "starts": [shapes.canon(t) for t in old["starts"]], "ends": [shapes.canon(t) for t in old["ends"]]}
         named = [*new["starts"], *new["ends"]]
     else:
@@ -329,7 +329,7 @@ def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes, related: 
         return False
     pins = len(pinned_inputs(node))
     graph.set_inputs(node, node.inputs[:len(node.inputs) - pins])
-    node.attrs[SHAPE_TERMS if SHAPE_TERMS in node.attrs else SLICE_TERMS] = new
+    node.meta[SHAPE_TERMS if SHAPE_TERMS in node.meta else SLICE_TERMS] = new
     pin_refs(graph, node, named)
     return True
 
@@ -356,7 +356,7 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        cut = bounded_pad(graph, node, related) if node.op == "Pad" and SHAPE_TERMS in node.attrs else None
+        cut = bounded_pad(graph, node, related) if node.op == "Pad" and SHAPE_TERMS in node.meta else None
         node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes, related))
         shapes.visit(node)
         related.visit(node)

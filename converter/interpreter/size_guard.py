@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable
 
 from converter.ncnn_side.expression import ExpressionError, evaluate
+from converter.op_table import OpTable
 
 from .registry import InterpreterError
 
@@ -20,7 +20,8 @@ DEFAULT_MAX_BLOB_BYTES = 2**31
 ITEM_BYTES = 4
 AUTO = -233
 
-GUARDS: dict[str, Callable] = {}
+GUARDS = OpTable("size guard")
+guard = GUARDS.register
 
 
 def max_blob_bytes() -> int:
@@ -29,14 +30,6 @@ def max_blob_bytes() -> int:
         return int(text) if text else DEFAULT_MAX_BLOB_BYTES
     except ValueError:
         raise InterpreterError(f"ONNX2NCNN_MAX_BLOB_BYTES={text!r} is not a byte count") from None
-
-
-def guard(*layer_types: str):
-    def register(fn):
-        for t in layer_types:
-            GUARDS[t] = fn
-        return fn
-    return register
 
 
 def _grow(extent: int, *pads: int) -> int:

@@ -15,11 +15,12 @@ import pkgutil
 from typing import Callable
 
 from converter.onnx_side.defaults import fill_defaults
+from converter.op_table import OpTable
 
 from ..ir import Graph, Node
 
 Lowering = Callable[[Graph, Node], list[Node]]
-LOWERINGS: dict[str, Lowering] = {}
+LOWERINGS = OpTable("lowering")
 
 
 def lowers(*ops: str):
@@ -28,8 +29,7 @@ def lowers(*ops: str):
         def with_defaults(graph: Graph, node: Node) -> list[Node]:
             # nodes built by fusions, rewrites and other lowerings' steps (Einsum's) carry no defaults
             return fn(graph, fill_defaults(node, graph.opset))
-        for op in ops:
-            LOWERINGS[op] = with_defaults
+        LOWERINGS.register(*ops)(with_defaults)
         return fn
     return register
 

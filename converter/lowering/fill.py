@@ -23,10 +23,10 @@ NEAREST = 1
 
 @lowers("ConstantOfShape")
 def constant_of_shape(graph: Graph, node: Node) -> list[Node]:
-    if SHAPE_TERMS not in node.attrs:
+    if SHAPE_TERMS not in node.meta:
         raise fail(node, graph, f"the shape must be a constant or a size ncnn can compute, but "
                                 f"{depends_on(graph, node.inputs[0])}")
-    terms, value = node.attrs[SHAPE_TERMS], node.attrs[FILL_VALUE]
+    terms, value = node.meta[SHAPE_TERMS], node.meta[FILL_VALUE]
     out = graph.tensors[node.outputs[0]]
     rank = len(terms)
     if rank > 4:

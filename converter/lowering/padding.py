@@ -27,7 +27,7 @@ def pad(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], node.outputs[0]
     if x.rank is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    if SHAPE_TERMS in node.attrs:      # left by resolve_symbolic_extents: not provably a crop
+    if SHAPE_TERMS in node.meta:      # left by resolve_symbolic_extents: not provably a crop
         raise fail(node, graph, "pads computed at run time from tensor sizes that can be positive; ncnn's "
                                 "Padding takes constant pads only (give the input size with --input-shape)")
     mode = node.attrs["mode"]

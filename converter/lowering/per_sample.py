@@ -54,7 +54,7 @@ def per_sample(graph: Graph, node: Node, batched: Sequence[int], lower: Lowering
             layers.append(reshape)
         y = new_tensor(graph, f"{out.name}_{k}", (1, *out.shape[1:]), 0)
         step = Node(f"{node.name}_sample{k}", node.op, sample_inputs, [y], dict(node.attrs),
-                    origin=node.origin or node.name)
+                    origin=node.origin or node.name, meta=dict(node.meta))
         layers += lower(graph, step)
         reshape, back = reshape_to(graph, node, y, (1, *out.shape[1:]), None, suffix=f"_sample{k}_out",
                                    out=out.name if n == 1 else None)

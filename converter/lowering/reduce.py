@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ncnn_side.layers import REDUCTION_OPS
+from converter.op_groups import REDUCE
 
 from ..ir import Graph, Node, Tensor
 from . import lowers
@@ -31,11 +32,12 @@ from .runtime_positions import runtime_positions
 REDUCTIONS = {"ReduceSum": "sum", "ReduceL1": "asum", "ReduceSumSquare": "sumsq", "ReduceMean": "mean",
               "ReduceMax": "max", "ReduceMin": "min", "ReduceProd": "prod", "ReduceL2": "l2",
               "ReduceLogSum": "logsum", "ReduceLogSumExp": "logsumexp"}
+assert REDUCTIONS.keys() == REDUCE
 
 TRANSFORMS = {"ReduceL1", "ReduceSumSquare", "ReduceL2", "ReduceLogSum"}
 
 
-@lowers(*REDUCTIONS)
+@lowers(*REDUCE)
 def reduce(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None or out.shape is None:

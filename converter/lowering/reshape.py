@@ -105,8 +105,8 @@ def expressed_reshape(graph: Graph, node: Node, terms: list, x_name: str | None 
 @lowers("Reshape")
 def reshape(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if SHAPE_TERMS in node.attrs:
-        return [expressed_reshape(graph, node, node.attrs[SHAPE_TERMS])]
+    if SHAPE_TERMS in node.meta:
+        return [expressed_reshape(graph, node, node.meta[SHAPE_TERMS])]
     codes = _shape_input(graph, node)
     # .get: allowzero exists from opset 14
     if node.attrs.get("allowzero", 0) and 0 in codes:

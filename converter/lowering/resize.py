@@ -68,7 +68,7 @@ def resize(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
     if x.shape is None:
         raise fail(node, graph, "the rank of the input is unknown")
-    terms = node.attrs.get(SHAPE_TERMS)
+    terms = node.meta.get(SHAPE_TERMS)
     by_sizes = terms is not None or _input_value(graph, node, 3, "sizes") is not None
     axes = _run_time_targets(graph, node, x, terms) if terms is not None else _targets(graph, node, x.shape)
     refuse_where_spec_differs(graph, node, mode, axes, by_scales=not by_sizes)
@@ -155,7 +155,7 @@ def _run_time_targets(graph: Graph, node: Node, x, terms: list[Term]) -> list[Ax
     the term, kept for the size expression."""
     if len(terms) != len(x.shape):
         raise fail(node, graph, f"{len(terms)} sizes for a rank-{len(x.shape)} input")
-    relation = node.attrs.get(RESIZE_RELATION)
+    relation = node.meta.get(RESIZE_RELATION)
     relation = relation if relation is not None and len(relation[0]) == len(relation[1]) == len(terms) else None
     axes = []
     for i, (size, term) in enumerate(zip(x.shape, terms)):

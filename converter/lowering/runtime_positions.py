@@ -27,7 +27,7 @@ def runtime_positions(graph: Graph, node: Node, source: str, axis: int, shape: t
                                for tag in ("ones", "counts", "positions"))
     origin = node.origin or node.name
     layers = LOWERINGS["ConstantOfShape"](graph, Node(f"{node.name}_{stem}_ones", "ConstantOfShape", [], [ones],
-                                                      {SHAPE_TERMS: terms, FILL_VALUE: 1.0}, origin=origin))
+                                                      meta={SHAPE_TERMS: terms, FILL_VALUE: 1.0}, origin=origin))
     along = graph.add_constant(f"{stem}_axis", np.array(shape.index(None), np.int64)).name
     layers += LOWERINGS["CumSum"](graph, Node(f"{node.name}_{stem}_count", "CumSum", [ones, along], [counts],
                                               {"exclusive": 0, "reverse": 0}, origin=origin))

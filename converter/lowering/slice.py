@@ -73,7 +73,7 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if x.shape is None:
         raise fail(node, graph, f"the rank of '{x.name}' is unknown")
-    if SLICE_TERMS in node.attrs:
+    if SLICE_TERMS in node.meta:
         return [_expressed_slice(graph, node, x, out)]
     starts = [int(v) for v in constant(graph, node, 1, "starts").reshape(-1)]
     ends = [int(v) for v in constant(graph, node, 2, "ends").reshape(-1)]
@@ -102,7 +102,7 @@ def _expressed_slice(graph: Graph, node: Node, x: Tensor, out: Tensor) -> Node:
     """A Slice whose starts or ends are run-time sizes (express_shapes): Crop with 19/20/21
     expressions. A run-time bound is a size, so it is taken as non-negative: ncnn then clamps an
     end to the extent as ONNX does."""
-    terms = node.attrs[SLICE_TERMS]
+    terms = node.meta[SLICE_TERMS]
     renderer = Renderer(graph, x.name, node)
     starts, ends, axes = [], [], []
     for start, end, axis in zip(terms["starts"], terms["ends"], terms["axes"]):

@@ -196,7 +196,7 @@ def _mask_blob(graph: Graph, mask: str, heads: int | None, rows: tuple | None) -
     zeros = _tensor(graph, f"{mask}_zeros", tuple(t if isinstance(t, int) else None for t in terms))
     read = sorted({r.tensor for t in terms for r in refs(t)})       # pinned as pin_refs does (added later)
     fill = Node(graph.fresh_name(f"{mask}_zeros"), "ConstantOfShape", read, [zeros],
-                attrs={SHAPE_TERMS: terms, FILL_VALUE: 0.0, REFS: read})
+                meta={SHAPE_TERMS: terms, FILL_VALUE: 0.0, REFS: read})
     full = _tensor(graph, f"{mask}_every_row", graph.tensors[zeros].shape)
     return full, [*made, fill, Node(graph.fresh_name(f"{mask}_every_row"), "Add", [name, zeros], [full])]
 

@@ -6,24 +6,26 @@ broadcasts, MatMul's matrix axes, the batch axis). passes/merge_wide_axes.py pla
 from __future__ import annotations
 
 from converter.ir import Graph, Node, Tensor
-from converter.op_groups import ELEMENTWISE
+from converter.op_groups import ELEMENTWISE, REDUCE
+from converter.op_table import OpTable
 from converter.shapes.symbolic import REFS, SLICE_TERMS
 
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 # the input slots that carry data (the rest are shapes, axes, sizes: constants the rewrite replaces)
 DATA_SLOTS = {"Reshape": 1, "Flatten": 1, "Squeeze": 1, "Unsqueeze": 1, "Transpose": 1, "Split": 1, "Slice": 1,
               "Softmax": 1, "Gather": 2, "MatMul": 2}
-REDUCES = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2",
-           "ReduceSumSquare", "ReduceLogSumExp"}
+REDUCES = REDUCE
 DATA_SLOTS.update(dict.fromkeys(REDUCES, 1))
 DATA_SLOTS.update({"GatherND": 2, "Expand": 1})
+# op -> fn(boundaries, graph, node): how the op ties or cuts its tensors' boundaries (else elementwise)
+RULES = OpTable("axis-boundary rule")
 
 Key = tuple[str, int]       # (tensor, k): the boundary between axes k and k+1
 
 
 def _data_inputs(node: Node) -> list[str]:
     names = node.inputs[:DATA_SLOTS.get(node.op, len(node.inputs))]
-    return [n for n in names if n and n not in node.attrs.get(REFS, [])]
+    return [n for n in names if n and n not in node.meta.get(REFS, [])]
 
 
 def _supported(node: Node) -> bool:
@@ -104,6 +106,7 @@ def _elementwise(b: Boundaries, g: Graph, node: Node) -> None:
     _broadcast(b, node, [g.tensors[i] for i in _data_inputs(node)], out)
 
 
+@RULES.register("Softmax")
 def _softmax(b: Boundaries, g: Graph, node: Node) -> None:
     _elementwise(b, g, node)
     x = g.tensors[node.inputs[0]]
@@ -114,6 +117,7 @@ def _softmax_axis(g: Graph, node: Node, x: Tensor) -> int:
     return node.attrs.get("axis", -1 if g.opset >= 13 else 1) % x.rank
 
 
+@RULES.register("Transpose")
 def _transpose(b: Boundaries, g: Graph, node: Node) -> None:
     x, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     perm = _perm(node, x)
@@ -140,6 +144,7 @@ def _along(b: Boundaries, node: Node, x: Tensor, outs: list[Tensor], axes: list[
         b.cut_around(x.name, a, node)
 
 
+@RULES.register("Concat")
 def _concat(b: Boundaries, g: Graph, node: Node) -> None:
     """Every input of the output's rank: the other gaps shared, the concatenated axis cut free."""
     out = g.tensors[node.outputs[0]]
@@ -150,11 +155,13 @@ def _concat(b: Boundaries, g: Graph, node: Node) -> None:
     b.cut_around(out.name, axis, node)
 
 
+@RULES.register("Split")
 def _split(b: Boundaries, g: Graph, node: Node) -> None:
     x = g.tensors[node.inputs[0]]
     _along(b, node, x, [g.tensors[o] for o in node.outputs if o], [node.attrs.get("axis", 0) % x.rank])
 
 
+@RULES.register("Slice")
 def _slice(b: Boundaries, g: Graph, node: Node) -> None:
     x = g.tensors[node.inputs[0]]
     axes = _slice_axes(g, node, x)
@@ -165,8 +172,8 @@ def _slice(b: Boundaries, g: Graph, node: Node) -> None:
 
 
 def _slice_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
-    if SLICE_TERMS in node.attrs:
-        return list(node.attrs[SLICE_TERMS]["axes"])
+    if SLICE_TERMS in node.meta:
+        return list(node.meta[SLICE_TERMS]["axes"])
     if "axes" in node.attrs or "starts" in node.attrs:      # opset < 10: attributes
         axes = node.attrs.get("axes") or list(range(len(node.attrs.get("starts", []))))
     elif len(node.inputs) > 3 and node.inputs[3]:
@@ -178,6 +185,7 @@ def _slice_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
     return None if axes is None else [int(a) % x.rank for a in axes]
 
 
+@RULES.register("Gather")
 def _gather(b: Boundaries, g: Graph, node: Node) -> None:
     """out = x[:a] + indices + x[a+1:]: the lowering picks slices along x's axis a, then reshapes them to
     the output (except for 1-D indices), so the output's axes may merge freely across the indices' ones."""
@@ -195,6 +203,7 @@ def _gather(b: Boundaries, g: Graph, node: Node) -> None:
         b.cut(out.name, a + q - 1, node)
 
 
+@RULES.register("MatMul")
 def _matmul(b: Boundaries, g: Graph, node: Node) -> None:
     left, right = (g.tensors[i] for i in node.inputs[:2])
     out = g.tensors[node.outputs[0]]
@@ -231,6 +240,7 @@ def reduce_axes(g: Graph, node: Node, x: Tensor) -> list[int] | None:
     return sorted({int(a) % x.rank for a in axes})
 
 
+@RULES.register(*REDUCES)
 def _reduce(b: Boundaries, g: Graph, node: Node) -> None:
     """Each reduced axis alone; the gaps between kept axes shared with the output's (keepdims or not)."""
     x, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
@@ -248,6 +258,7 @@ def _reduce(b: Boundaries, g: Graph, node: Node) -> None:
         b.cut_around(x.name, a, node)
 
 
+@RULES.register("GatherND")
 def _gather_nd(b: Boundaries, g: Graph, node: Node) -> None:
     """out = indices.shape[:-1] + x.shape[depth:] (batch_dims 0, constant indices): the tuples' own axes
     merge with the indices' (a constant, reshaped with them), the data's axes past the tuples with the
@@ -268,6 +279,7 @@ def _gather_nd(b: Boundaries, g: Graph, node: Node) -> None:
     b.cut(out.name, lead - 1, node)
 
 
+@RULES.register("Expand")
 def _expand(b: Boundaries, g: Graph, node: Node) -> None:
     """A broadcast of one operand to a known shape (the target is rewritten as the merged output's shape)."""
     out = g.tensors[node.outputs[0]]
@@ -278,6 +290,6 @@ def _expand(b: Boundaries, g: Graph, node: Node) -> None:
     _elementwise(b, g, node)
 
 
-RULES = {"Softmax": _softmax, "Transpose": _transpose, "Split": _split, "Slice": _slice, "Gather": _gather,
-         "MatMul": _matmul, "Concat": _concat, **{o: (lambda b, g, n: None) for o in RESHAPES},
-         **dict.fromkeys(REDUCES, _reduce), "GatherND": _gather_nd, "Expand": _expand}
+@RULES.register(*RESHAPES)
+def _reshape(b: Boundaries, g: Graph, node: Node) -> None:
+    """A reshape ties nothing: any grouping of its two sides is still a reshape (rewritten over the groups)."""

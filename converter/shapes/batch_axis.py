@@ -9,19 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 from converter.ir import Graph, Node, Tensor
-from converter.op_groups import BROADCASTING
+from converter.op_table import OpTable
+from converter.op_groups import BROADCASTING, REDUCE
 from converter.shapes.einsum_equation import parse_equation
 from converter.shapes.symbolic import SHAPE_TERMS
 
 Rule = Callable[[Graph, Node, Tensor], "int | None"]
-RULES: dict[str, Rule] = {}
-
-
-def rule(*ops: str):
-    def register(fn: Rule) -> Rule:
-        RULES.update({op: fn for op in ops})
-        return fn
-    return register
+RULES = OpTable("batch-axis rule")
+rule = RULES.register
 
 
 def _extent_one(t: Tensor, axis: int | None) -> int | None:
@@ -78,7 +73,7 @@ def reshape(graph: Graph, node: Node, out: Tensor) -> int | None:
         return 0
     if x.batch_axis != 0:
         return None
-    terms = node.attrs.get(SHAPE_TERMS)
+    terms = node.meta.get(SHAPE_TERMS)
     if terms is not None:
         return 0 if terms[0] == 1 else None
     target = graph.value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
@@ -136,8 +131,7 @@ def unsqueeze(graph: Graph, node: Node, out: Tensor) -> int | None:
     return kept[x.batch_axis] if x.batch_axis < len(kept) else None
 
 
-@rule("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-      "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin")
+@rule(*REDUCE, "ArgMax", "ArgMin")
 def reduce(graph: Graph, node: Node, out: Tensor) -> int | None:
     x = _first(graph, node)
     b = x.batch_axis

@@ -26,7 +26,7 @@ def _reads_as(graph: Graph, node: Node, slot: int) -> str:
             return "shape"                                             # extra bottom: only its shape
         return "bits" if node.op in NCNN_MOVES_BITS else "number"
     if node.op in SHAPE_ONLY or (node.op in ("Reshape", "Slice", "Unsqueeze", "Squeeze") and slot > 0) \
-            or slot >= len(node.inputs) - len(node.attrs.get(REFS, [])):      # named by sizes' terms
+            or slot >= len(node.inputs) - len(node.meta.get(REFS, [])):      # named by sizes' terms
         return "shape"
     if node.op == "Gather":
         if slot == 1 and graph.tensors[node.inputs[0]].is_constant:

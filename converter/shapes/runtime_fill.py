@@ -3,7 +3,7 @@
 Detectors build their anchor grids from the feature maps' sizes: Range(0, W, 1),
 ConstantOfShape([H*W, 1], stride), Expand(x, [H, W]). When those sizes are run-time
 terms (converter/shapes/symbolic.py), each becomes ONNX nodes over a ConstantOfShape whose
-shape is the terms themselves (attribute `_shape_terms`, lowered in lowering/fill.py):
+shape is the terms themselves (node.meta[SHAPE_TERMS], lowered in lowering/fill.py):
 
   Range(start, limit, delta) -> (start - delta) + delta * CumSum(ones([n]))
                                 with n = ceil((limit - start) / delta)
@@ -19,7 +19,7 @@ from onnx import numpy_helper
 from converter.ir import Graph, Node, Tensor
 from converter.shapes.symbolic import SHAPE_TERMS, Term, known_value, op, pin_refs
 
-FILL_VALUE = "_fill_value"        # node attribute of a rewritten ConstantOfShape: its float value
+FILL_VALUE = "fill_value"        # node.meta key of a rewritten ConstantOfShape: its float value
 
 
 def fill_value(node: Node) -> float | None:
@@ -46,7 +46,7 @@ def express_fill(graph: Graph, node: Node, terms: list[Term]) -> bool:
     if value is None or out.dtype.kind not in "fiu" or not terms:
         return False
     graph.set_inputs(node, [])
-    node.attrs = {SHAPE_TERMS: list(terms), FILL_VALUE: value}
+    node.attrs, node.meta = {}, {SHAPE_TERMS: list(terms), FILL_VALUE: value}
     pin_refs(graph, node, terms)
     out.shape = _shape_of(terms)
     return True
@@ -55,7 +55,7 @@ def express_fill(graph: Graph, node: Node, terms: list[Term]) -> bool:
 def _filled(graph: Graph, src: Node, terms: list[Term], value: float, stem: str) -> str:
     out = graph.add_tensor(Tensor(graph.fresh_name(stem), _shape_of(terms), np.dtype(np.float32)))
     fill = graph.add_node(Node(graph.fresh_name(f"{src.name}_fill"), "ConstantOfShape", [], [out.name],
-                               attrs={SHAPE_TERMS: list(terms), FILL_VALUE: value}, origin=src.origin or src.name))
+                               meta={SHAPE_TERMS: list(terms), FILL_VALUE: value}, origin=src.origin or src.name))
     pin_refs(graph, fill, terms)
     return out.name
 
@@ -114,7 +114,7 @@ def express_expand(graph: Graph, node: Node, terms: list[Term]) -> bool:
         # an integer number to a run-time shape is a fill of it, as a float (T5's full_like)
         graph.remove_node(node)
         fill = graph.add_node(Node(graph.fresh_name(f"{node.name}_fill"), "ConstantOfShape", [], [out.name],
-                                   attrs={SHAPE_TERMS: list(terms), FILL_VALUE: float(value.reshape(-1)[0])},
+                                   meta={SHAPE_TERMS: list(terms), FILL_VALUE: float(value.reshape(-1)[0])},
                                    origin=node.origin or node.name))
         pin_refs(graph, fill, terms)
         out.shape = _shape_of(terms)

@@ -36,9 +36,9 @@ def largest(term: Term) -> int | None:
 
 
 def bounded_pad(graph: Graph, node: Node, shapes: SymbolicShapes) -> Node | None:
-    """A Pad with run-time amounts (node.attrs[SHAPE_TERMS], express_shapes) as a constant Pad by the
+    """A Pad with run-time amounts (node.meta[SHAPE_TERMS], express_shapes) as a constant Pad by the
     amounts' bounds and a Slice to run-time bounds; returns the Slice, or None (left as it is)."""
-    pads, x = node.attrs[SHAPE_TERMS], node.inputs[0]
+    pads, x = node.meta[SHAPE_TERMS], node.inputs[0]
     rank = len(pads) // 2
     bounds = [largest(shapes.canon(t)) for t in pads]
     if graph.tensors[x].rank != rank or any(b is None or b > MAX_PAD for b in bounds):
@@ -59,12 +59,12 @@ def bounded_pad(graph: Graph, node: Node, shapes: SymbolicShapes) -> Node | None
                                          batch_axis=t.batch_axis)).name
         amounts = graph.add_constant(f"{node.name}_bounds", np.array(over, np.int64)).name
         graph.add_node(Node(graph.fresh_name(f"{node.name}_bound"), "Pad", [x, amounts, *given[2:3]], [source],
-                            attrs={k: v for k, v in node.attrs.items() if not k.startswith("_")},
+                            attrs=dict(node.attrs),
                             origin=node.origin or node.name))
     # the window: from P_begin - begin to the padded extent - P_end + end
     starts = [op("-", over[i], pads[i]) for i in axes]
     ends = [op("+", op("-", extent(graph, source, i), over[rank + i]), pads[rank + i]) for i in axes]
     cut = graph.add_node(Node(node.name, "Slice", [source], list(node.outputs), origin=node.origin or node.name,
-                              attrs={SLICE_TERMS: {"starts": starts, "ends": ends, "axes": axes}}))
+                              meta={SLICE_TERMS: {"starts": starts, "ends": ends, "axes": axes}}))
     pin_refs(graph, cut, [*starts, *ends])
     return cut

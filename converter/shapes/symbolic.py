@@ -75,23 +75,24 @@ def refs(term: Term) -> list[Ref]:
     return []
 
 
-REFS = "_term_refs"     # node attribute: the tensors its terms read, also its last inputs
-SHAPE_TERMS = "_shape_terms"    # node attribute of an expressed Reshape, fill or Resize: its target/shape terms
-RESIZE_RELATION = "_resize_relation"   # node attribute of an expressed Resize: (input terms, output terms),
-#                                       both over the graph inputs' extents, for checking which sizes meet
-SLICE_TERMS = "_slice_terms"    # node attribute of an expressed Slice: starts, ends (terms), axes
+# node.meta keys (what express_shapes and friends leave for later passes and lowerings)
+REFS = "term_refs"          # the tensors a node's terms read, also its last inputs
+SHAPE_TERMS = "shape_terms"     # an expressed Reshape, fill or Resize: its target/shape terms
+RESIZE_RELATION = "resize_relation"    # an expressed Resize: (input terms, output terms), both over the
+#                                       graph inputs' extents, for checking which sizes meet
+SLICE_TERMS = "slice_terms"     # an expressed Slice: starts, ends (terms), axes
 
 
 def pin_refs(graph: Graph, node: Node, terms: list[Term]) -> None:
     """Make the tensors `terms` read the last inputs of `node`: rewrites before lowering (fusions,
     Identity removal) then see them used and rename them there, not only inside the terms."""
     names = sorted({r.tensor for t in terms for r in refs(t)})
-    node.attrs[REFS] = names
+    node.meta[REFS] = names
     graph.set_inputs(node, [*node.inputs, *names])
 
 
 def pinned_inputs(node: Node) -> list[str]:
-    return node.inputs[len(node.inputs) - len(node.attrs.get(REFS, [])):] if node.attrs.get(REFS) else []
+    return node.inputs[len(node.inputs) - len(node.meta.get(REFS, [])):] if node.meta.get(REFS) else []
 
 
 class Renderer:
@@ -102,7 +103,7 @@ class Renderer:
     def __init__(self, graph: Graph, first: str, node: Node | None = None):
         self.graph = graph
         self.bottoms = [first]
-        names = node.attrs.get(REFS, []) if node is not None else []
+        names = node.meta.get(REFS, []) if node is not None else []
         self.current = dict(zip(names, pinned_inputs(node))) if names else {}
 
     def blob(self, tensor: str) -> int:

@@ -18,13 +18,11 @@ from typing import Callable
 import numpy as np
 
 from converter.ir import Graph, Node
-from converter.op_groups import BROADCASTING, UNARY_ELEMENTWISE
+from converter.op_groups import BROADCASTING, REDUCE, UNARY_ELEMENTWISE
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
 from converter.shapes.window_extents import WINDOWED, transposed_extents, windowed_extents
 
 Dims = tuple[Term, ...]
-REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
 SAME_SHAPE = UNARY_ELEMENTWISE | {"Softmax", "LogSoftmax", "LayerNormalization", "CumSum", "Dropout",
                                   "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization"}
 
@@ -172,23 +170,23 @@ class SymbolicShapes:
     def _rule(self, node: Node) -> Dims | None:
         g = self.graph
         ins = [self.of(i) if i else None for i in node.inputs]
-        attrs = node.attrs
+        attrs, meta = node.attrs, node.meta
         if node.op in SAME_SHAPE and ins and ins[0] is not None:
             return ins[0]
         if node.op in BROADCASTING and ins and all(s is not None for s in ins):
             return broadcast(ins)
-        if SHAPE_TERMS in attrs and node.op in ("Reshape", "ConstantOfShape"):
-            return self._reshape(ins[0] if node.op == "Reshape" else None, attrs[SHAPE_TERMS])
-        if SHAPE_TERMS in attrs and node.op == "Resize":        # sizes as terms, one per axis
-            return tuple(self.canon(t) for t in attrs[SHAPE_TERMS])
+        if SHAPE_TERMS in meta and node.op in ("Reshape", "ConstantOfShape"):
+            return self._reshape(ins[0] if node.op == "Reshape" else None, meta[SHAPE_TERMS])
+        if SHAPE_TERMS in meta and node.op == "Resize":        # sizes as terms, one per axis
+            return tuple(self.canon(t) for t in meta[SHAPE_TERMS])
         if self.windows and node.op == "Resize" and len(node.inputs) > 2 and node.inputs[2] and ins[0] is not None:
             scales = g.value(node.inputs[2])                    # whole scales: the extent times the scale
             if scales is not None and scales.size == len(ins[0]) and "axes" not in attrs \
                     and np.all(scales == np.round(scales)) and np.all(scales >= 1):
                 return tuple(op("*", d, int(k)) for d, k in zip(ins[0], scales.reshape(-1)))
-        if self.windows and SHAPE_TERMS in attrs and node.op == "Pad" and ins[0] is not None \
-                and 2 * len(ins[0]) == len(attrs[SHAPE_TERMS]):
-            pads, rank = [self.canon(t) for t in attrs[SHAPE_TERMS]], len(ins[0])
+        if self.windows and SHAPE_TERMS in meta and node.op == "Pad" and ins[0] is not None \
+                and 2 * len(ins[0]) == len(meta[SHAPE_TERMS]):
+            pads, rank = [self.canon(t) for t in meta[SHAPE_TERMS]], len(ins[0])
             return tuple(op("+", op("+", d, pads[i]), pads[rank + i]) for i, d in enumerate(ins[0]))
         x = ins[0] if ins else None
         if x is None:
@@ -227,7 +225,7 @@ class SymbolicShapes:
             put = {a % rank for a in axes}
             rest = iter(x)
             return tuple(1 if i in put else next(rest) for i in range(rank))
-        if node.op in REDUCTIONS:
+        if node.op in REDUCE:
             return self._reduce(node, x)
         if node.op == "Flatten":
             axis = attrs.get("axis", 1) % (len(x) + 1)
@@ -259,8 +257,8 @@ class SymbolicShapes:
             return windowed_extents(node, x, ins[1] if len(ins) > 1 else None)
         if self.windows and node.op == "ConvTranspose":
             return transposed_extents(node, x, ins[1])
-        if node.op == "Slice" and SLICE_TERMS in attrs:
-            sliced = attrs[SLICE_TERMS]
+        if node.op == "Slice" and SLICE_TERMS in meta:
+            sliced = meta[SLICE_TERMS]
             dims = list(x)
             for start, end, axis in zip(sliced["starts"], sliced["ends"], sliced["axes"]):
                 start, end = self.canon(start), self.canon(end)

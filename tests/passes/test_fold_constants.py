@@ -12,7 +12,7 @@ from passes.fold_constants import fold_constants
 from tests.onnx_cases import check_in_ncnn, make_model, ncnn_layer_types
 
 # the passes package re-exports the function under the module's name
-fold_module = importlib.import_module("passes.fold_constants")
+fold_module = importlib.import_module("converter.rewrite.fold")
 
 
 def gather_elements_model(width, axis, negative=False):

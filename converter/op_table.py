@@ -1,0 +1,27 @@
+"""The one idiom for per-op knowledge: a table from op (an ONNX op type or an ncnn layer type) to the
+function that knows that op, filled by a decorator beside each function.
+
+    RULES = OpTable("batch-axis rule")
+    @RULES.register("Transpose")
+    def transpose(graph, node, out): ...
+
+Lowerings, batch-axis rules, axis-boundary rules, shape rules and the interpreter's size guards
+are all OpTables; `RULES.get(op, default)` reads one."""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+F = TypeVar("F", bound=Callable)
+
+
+class OpTable(dict):
+    def __init__(self, what: str):
+        super().__init__()
+        self.what = what          # what an entry is, for messages and tools ("lowering", "size guard")
+
+    def register(self, *ops: str) -> Callable[[F], F]:
+        def add(fn: F) -> F:
+            for op in ops:
+                self[op] = fn
+            return fn
+        return add
