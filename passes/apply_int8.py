@@ -18,6 +18,10 @@ from .plan_int8 import ActivationPair, Int8Plan
 
 INT8_LAYERS = {"Convolution", "ConvolutionDepthWise", "InnerProduct"}
 AVERAGING, AVERAGE = {"Pooling", "Pooling1D", "Pooling3D"}, 1
+# fast mode keeps these in float: measured with the pip runtime (1.0.20261020, x86 AVX2 and AVX-512, one
+# thread), int8 ConvolutionDepthWise takes about 1.75x its fp32 time (scripts/bench_int8.py --depthwise)
+FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise convolution is slower than "
+                                      "its fp32 form, so it runs in float"}
 
 
 def _reciprocal(scales: np.ndarray) -> np.ndarray:
@@ -61,12 +65,17 @@ def apply_int8(graph: Graph) -> dict:
     if not plans:
         return {}
     fallbacks, quantized = dict(graph.int8_fallbacks), []
+    fast = graph.int8_mode == "fast"
     for node in graph.topological():
         plan = plans.get(node.origin) if node.ncnn else None
         if not isinstance(plan, Int8Plan) or node.op not in INT8_LAYERS:
             continue
         if node.inputs[0] != plan.dq_out:
             fallbacks[node.origin] = f"lowered to {node.op} on a reshaped input"
+            continue
+        if fast and node.op in FAST_FLOAT:
+            fallbacks[node.origin] = FAST_FLOAT[node.op]
+            graph.replace_input(node, 0, plan.x)       # its pair dropped too: float in, float out
             continue
         weights, term, why = int8_weights(node, plan)
         if why:
@@ -79,9 +88,9 @@ def apply_int8(graph: Graph) -> dict:
         # the int8 layer reads the pair's output, values on the quantizer's lattice that ncnn quantizes
         # back to the same steps, so its rounding (ties away from zero) never meets a tie, where the
         # pair's layers run anyway (float layers read it too) or where ties are the rule: an average
-        # of steps (average pooling) lands on half steps
+        # of steps (average pooling) lands on half steps; in fast mode always x, its pair dropped
         others = [c for c in graph.consumers(plan.dq_out) if c.name not in converted]
-        if not others and plan.dq_out not in graph.outputs and not _averages(graph.producer(plan.x)):
+        if fast or (not others and plan.dq_out not in graph.outputs and not _averages(graph.producer(plan.x))):
             graph.replace_input(node, 0, plan.x)
     count = len(quantized)
     for name, pair in plans.items():
@@ -90,4 +99,4 @@ def apply_int8(graph: Graph) -> dict:
             readers = sorted({c.origin or c.name for c in floats})[:3]
             what = f"read by non-int8 layers: {', '.join(readers)}" if readers else "a graph output"
             fallbacks[pair.quantizer] = f"Q/DQ pair emulated in float32 ({what})"
-    return {"int8_layers": count, "int8_fallbacks": fallbacks}
+    return {"int8_layers": count, "int8_fallbacks": fallbacks, **({"int8_dropped": dict(graph.int8_dropped)} if fast else {})}
