@@ -31,6 +31,7 @@ from .layout import to_onnx
 from .ncnn_runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
 from .onnx_loader import graph_of_prepared, prepare_model
 from .quantization_steps import quantization_steps, within_steps
+from .verify_int8 import check_fast
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -66,6 +67,9 @@ class LayerRow:
     inf: int = 0
     first_divergence: bool = False
     error: str | None = None
+    # fast int8 (converter/verify_int8.py): relative RMS distance from the float model and from onnxruntime's int8
+    from_float: float | None = None
+    from_int8: float | None = None
 
 
 @dataclass
@@ -87,6 +91,10 @@ class VerifyReport:
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
     precision: str = "fp32"                             # or fp16, as devices run (converter/fp16.py)
     end_to_end: list[OutputCheck] = field(default_factory=list)   # quantized: outputs from the inputs alone
+    # quantized models: the int8 mode, the pairs fast mode dropped, its outputs' distances (converter/verify_int8.py)
+    int8_mode: str | None = None
+    int8_dropped: dict[str, str] = field(default_factory=dict)
+    int8_distance: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -326,7 +334,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
-           precision: str = "fp32") -> VerifyReport:
+           precision: str = "fp32", int8: str = "exact", float_model=None) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/fp16.py)."""
@@ -346,7 +354,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix)
+    graph = graph_of_prepared(proto, checker_warnings)
+    graph.int8_mode = int8          # a quantized model's int8 placement (converter/api.py INT8_MODES)
+    converted = convert_prepared(graph, proto, broadcast_fix)
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -368,6 +378,12 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                           int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
+    if steps:
+        report.int8_mode, report.int8_dropped = int8, converted.stats.get("int8_dropped", {})
+    if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verify_int8.py)
+        float_proto = None if float_model is None else prepare_model(float_model, input_shapes, [], input_values)
+        check_fast(converted, proto, feeds, ncnn_feeds, reference, report, backends, rtol, float_proto)
+        return report
     checked, checked_feeds = converted, ncnn_feeds
     if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/forced_layers.py)
         checked, refs = forced_model(converted, reference)

@@ -22,6 +22,11 @@ AVERAGING, AVERAGE = {"Pooling", "Pooling1D", "Pooling3D"}, 1
 # thread), int8 ConvolutionDepthWise takes about 1.75x its fp32 time (scripts/bench_int8.py --depthwise)
 FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise convolution is slower than "
                                       "its fp32 form, so it runs in float"}
+# likewise an InnerProduct over the rows of a 2-D blob (a transformer's projections): x86 int8 runs it row by
+# row, fp32 as one Gemm (passes/convert_innerproduct_gemm.py); PP-OCRv4 rec at 48x320 0.76x fp32 with them
+# int8, 1.08x without
+ROWS_FLOAT = ("fast mode: real ncnn's x86 int8 InnerProduct over rows is slower than the fp32 Gemm it "
+              "becomes, so it runs in float")
 
 
 def _reciprocal(scales: np.ndarray) -> np.ndarray:
@@ -55,6 +60,16 @@ def int8_weights(node: Node, plan: Int8Plan) -> tuple[list[np.ndarray] | None, i
     return [q.astype(np.int8).ravel(), *node.weights[1:], layer_scales, bottom], term, None
 
 
+def _fast_float(graph: Graph, node: Node) -> str | None:
+    """Why fast mode keeps a planned layer in float: where real ncnn's x86 int8 kernel is slower."""
+    if node.op in FAST_FLOAT:
+        return FAST_FLOAT[node.op]
+    shape = graph.tensors[node.inputs[0]].ncnn_shape if node.op == "InnerProduct" else None
+    if shape is not None and (len(shape) > 1 and shape[0] != 1):
+        return ROWS_FLOAT
+    return None
+
+
 def _averages(node: Node | None) -> bool:
     """An average pooling layer (ncnn's Pooling with pooling_type 1)."""
     return node is not None and node.op in AVERAGING and int(node.params.get(0, 0)) == AVERAGE
@@ -73,8 +88,9 @@ def apply_int8(graph: Graph) -> dict:
         if node.inputs[0] != plan.dq_out:
             fallbacks[node.origin] = f"lowered to {node.op} on a reshaped input"
             continue
-        if fast and node.op in FAST_FLOAT:
-            fallbacks[node.origin] = FAST_FLOAT[node.op]
+        why = _fast_float(graph, node) if fast else None
+        if why:
+            fallbacks[node.origin] = why
             graph.replace_input(node, 0, plan.x)       # its pair dropped too: float in, float out
             continue
         weights, term, why = int8_weights(node, plan)
@@ -99,4 +115,5 @@ def apply_int8(graph: Graph) -> dict:
             readers = sorted({c.origin or c.name for c in floats})[:3]
             what = f"read by non-int8 layers: {', '.join(readers)}" if readers else "a graph output"
             fallbacks[pair.quantizer] = f"Q/DQ pair emulated in float32 ({what})"
-    return {"int8_layers": count, "int8_fallbacks": fallbacks, **({"int8_dropped": dict(graph.int8_dropped)} if fast else {})}
+    return {"int8_layers": count, "int8_fallbacks": fallbacks, "int8_mode": graph.int8_mode,
+            **({"int8_dropped": dict(graph.int8_dropped)} if fast else {})}
