@@ -91,7 +91,6 @@ def apply_int8(graph: Graph) -> dict:
         why = _fast_float(graph, node) if fast else None
         if why:
             fallbacks[node.origin] = why
-            graph.replace_input(node, 0, plan.x)       # its pair dropped too: float in, float out
             continue
         weights, term, why = int8_weights(node, plan)
         if why:
@@ -108,6 +107,11 @@ def apply_int8(graph: Graph) -> dict:
         others = [c for c in graph.consumers(plan.dq_out) if c.name not in converted]
         if fast or (not others and plan.dq_out not in graph.outputs and not _averages(graph.producer(plan.x))):
             graph.replace_input(node, 0, plan.x)
+    if fast:         # planned layers that stayed float (a fusion, a reshape, a kernel slower in int8) read x too
+        for plan in {id(p): p for p in plans.values() if isinstance(p, Int8Plan)}.values():
+            for reader in [c for c in graph.consumers(plan.dq_out) if c.name not in converted]:
+                for slot in [k for k, i in enumerate(reader.inputs) if i == plan.dq_out]:
+                    graph.replace_input(reader, slot, plan.x)
     count = len(quantized)
     for name, pair in plans.items():
         floats = [c for c in graph.consumers(pair.dq_out) if c.name not in converted] if isinstance(pair, ActivationPair) else []
