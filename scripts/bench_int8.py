@@ -29,7 +29,7 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from converter import convert  # noqa: E402
 from passes.apply_int8 import FAST_FLOAT  # noqa: E402
-from scripts.quantize_models import QUANTIZED, calibration_feeds, quantized  # noqa: E402
+from scripts.quantize_models import QUANTIZED, calibration_feeds, quantized, text_page  # noqa: E402
 
 # float model -> (its QDQ version, deployed input (H, W) of every image input, None: the calibration's)
 MODELS = {"yolov8n_320": ("yolov8n_320_int8", None), "ppocrv4_det": ("ppocrv4_det_int8", (640, 640)),
@@ -84,8 +84,12 @@ def rel_rms(got: list[np.ndarray], want: list[np.ndarray]) -> float:
 
 
 def feeds_at(int8_name: str, size: tuple[int, int] | None) -> dict:
+    """A realistic input not among the calibration's: at `size` (H, W), a text page drawn at that size for
+    the OCR models (scales calibrated on pages keep fitting), else the image tiled out."""
     feeds = calibration_feeds(int8_name, seed=99)[0]
-    if size:        # the image tiled out to (H, W): times do not depend on the values
+    if size and int8_name.startswith("ppocr"):
+        return {"x": text_page((1, 3, *size), np.random.default_rng(99))}
+    if size:
         feeds = {k: np.resize(v, (*v.shape[:-2], *size)).astype(v.dtype) for k, v in feeds.items()}
     return feeds
 

@@ -7,8 +7,8 @@ int8 layers. The deviation allowed, derived from onnxruntime itself: the convert
 farther from the float model (the QDQ model without its activation pairs, so the same dequantized
 weights; converter/verify_int8.py) than onnxruntime's own int8 run of the QDQ model is (relative RMS over
 the output, on an input that was not one of the calibration inputs). That distance is what quantizing
-this model costs; a wrong scale, weight or placement lands beyond it. Measured (seed 99, real ncnn and interpreter alike): YOLOv8n 0.043 against onnxruntime's 0.057,
-PP-OCRv4 det 0.033 (0.96), rec 0.043 (0.30), ViT 0.0088 (0.042), BERT 0.010 (0.069). onnxruntime's
+this model costs; a wrong scale, weight or placement lands beyond it. Measured (seed 99, real ncnn; the interpreter within 4% of it): YOLOv8n 0.042 against onnxruntime's
+0.057, PP-OCRv4 det 0.032 (0.96), rec 0.023 (0.30), ViT 0.014 (0.042), BERT 0.010 (0.069). onnxruntime's
 PP-OCR int8 maps are so far from float that its yardstick proves little there, so those are also read as
 the application reads them, against the float model: det's text mask (> 0.3) on all but 1% of pixels,
 rec's characters everywhere (the rule tests/real_models/test_quantized_models.py applies to exact mode).
@@ -29,7 +29,7 @@ from scripts.quantize_models import calibration_feeds, quantized
 from tests.real_models.test_quantized_models import _check_as_read
 
 # int8 layers fast mode keeps (depthwise and row-wise InnerProducts run float there: apply_int8.py)
-MIN_INT8_LAYERS = {"yolov8n_320_int8": 60, "ppocrv4_det_int8": 30, "ppocrv4_rec_int8": 8,
+MIN_INT8_LAYERS = {"yolov8n_320_int8": 60, "ppocrv4_det_int8": 25, "ppocrv4_rec_int8": 8,
                    "vit_tiny_int8": 1, "bert_tiny_int8": 1}
 
 
@@ -92,14 +92,18 @@ def test_fast_int8_uint8_activations_smart_turn(tmp_path):
         assert rel_rms(ours.reshape(floats[0].shape), floats[0]) <= allowed, (backend, allowed)
 
 
-def test_fast_is_the_exact_files_minus_the_pairs(tmp_path):
-    """The same int8 layers with the same weights and scales in both modes (YOLOv8n has no depthwise or
-    row-wise layers): fast only drops float layers."""
+def test_fast_keeps_exact_modes_int8_layers_but_where_slower(tmp_path):
+    """Fast mode's int8 layers are exact mode's with the same weights and scales; those it leaves float are
+    each listed with a fast-mode reason (YOLOv8n: its 3-channel stem), and only float layers are dropped."""
     path = str(quantized("yolov8n_320_int8"))
     exact, fast = convert(path, int8="exact"), convert(path, int8="fast")
 
     def int8_layers(model):
         return {n.origin: [np.asarray(w).tobytes() for w in n.weights]
                 for n in model.graph.nodes.values() if n.ncnn and n.params.get(8)}
-    assert int8_layers(exact) == int8_layers(fast)
+    exact_layers, fast_layers = int8_layers(exact), int8_layers(fast)
+    assert fast_layers == {k: v for k, v in exact_layers.items() if k in fast_layers}
+    left_float = set(exact_layers) - set(fast_layers)
+    assert left_float and all(fast.stats["int8_fallbacks"][k].startswith("fast mode:") for k in left_float)
+    assert len(left_float) <= 2
     assert len(fast.graph.nodes) < len(exact.graph.nodes) / 2
