@@ -63,8 +63,10 @@ class Loaded:
         start = time.thread_time()
         ex = self.net.create_extractor()
         for e in self.io["inputs"]:
-            array = np.asarray(self.feeds[e["onnx"]][0], np.int32 if e["dtype"] == "int32" else np.float32)
-            ex.input(e["ncnn"], self.ncnn.Mat(np.ascontiguousarray(array)).clone())
+            # a named contiguous array: ncnn.Mat(array) borrows its memory without holding it, so a temporary
+            # copy (of a transposed OCR page) would be freed before clone() reads it
+            array = np.ascontiguousarray(self.feeds[e["onnx"]][0], np.int32 if e["dtype"] == "int32" else np.float32)
+            ex.input(e["ncnn"], self.ncnn.Mat(array).clone())
         got = {e["onnx"]: np.array(ex.extract(e["ncnn"])[1]) for e in self.io["outputs"]}
         self.times.append(1000 * (time.thread_time() - start))
         return got
