@@ -25,10 +25,12 @@ FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise
 # likewise an InnerProduct over the rows of a 2-D blob (a transformer's projections): x86 int8 runs it row by
 # row, fp32 as one Gemm (passes/convert_innerproduct_gemm.py); PP-OCRv4 rec at 48x320 0.76x fp32 with them
 # int8, 1.08x without
-# and a Convolution over fewer than 8 input channels (an image stem: no channel packing for int8):
-# YOLOv8n's 3 -> 16 3x3 stem at 320x320 alone, 3.3 ms int8 against 2.1 ms fp32
-FEW_CHANNELS = 8
-FEW_FLOAT = "fast mode: real ncnn's x86 int8 convolution over fewer than 8 input channels is slower than fp32"
+# and a small Convolution over fewer than 8 input channels (an image stem, no channel packing for int8):
+# alone, YOLOv8n's 3 -> 16 3x3 stem at 320x320 takes 3.3 ms int8 against 2.1 ms fp32, PP-OCRv4 det's at
+# 640x640 16.1 against 12.4, while ResNet-18's 7x7 one (147 products per output) is 1.09x faster in int8
+FEW_CHANNELS, FEW_PRODUCTS = 8, 64
+FEW_FLOAT = ("fast mode: real ncnn's x86 int8 convolution over fewer than 8 input channels and a small kernel "
+             "is slower than fp32")
 ROWS_FLOAT = ("fast mode: real ncnn's x86 int8 InnerProduct over rows is slower than the fp32 Gemm it "
               "becomes, so it runs in float")
 
@@ -39,17 +41,23 @@ def _reciprocal(scales: np.ndarray) -> np.ndarray:
     return np.divide(np.float32(1), scales, out=np.zeros_like(scales), where=scales != 0)
 
 
-def int8_weights(node: Node, plan: Int8Plan) -> tuple[list[np.ndarray] | None, int, str | None]:
-    """(new weights, int8_scale_term, why not) for a lowered float layer."""
+def int8_weights(node: Node, plan: Int8Plan, fast: bool = False) -> tuple[list[np.ndarray] | None, int, str | None]:
+    """(new weights, int8_scale_term, why not) for a lowered float layer; `fast`: a weight a fusion scaled
+    per output (a BatchNorm or an affine Mul folded in once the pairs between were dropped) keeps its int8
+    values with new scales."""
     outputs = int(node.params[0])
     if plan.weight_scales.size != outputs:
         return None, 0, f"{plan.weight_scales.size} weight scales for {outputs} outputs"
     w = np.asarray(node.weights[0], np.float32).reshape(outputs, -1)
     scales = plan.weight_scales.reshape(outputs, 1)
     q = np.round(np.divide(w, scales, out=np.zeros_like(w), where=scales != 0))
+    weight_scales = plan.weight_scales
     if np.abs(q).max(initial=0) > 127 or not np.array_equal(q.astype(np.float32) * scales, w):
-        return None, 0, "the weight is no longer the dequantized int8 weight (changed by a fusion)"
-    layer_scales, term = _reciprocal(plan.weight_scales), 1
+        rescaled = _rescaled(w, plan.weight_q) if fast else None
+        if rescaled is None:
+            return None, 0, "the weight is no longer the dequantized int8 weight (changed by a fusion)"
+        q, weight_scales = rescaled
+    layer_scales, term = _reciprocal(weight_scales), 1
     if node.op == "ConvolutionDepthWise":      # ncnn keeps one weight scale per group
         group = int(node.params.get(7, 1))
         if group != outputs:
@@ -64,6 +72,22 @@ def int8_weights(node: Node, plan: Int8Plan) -> tuple[list[np.ndarray] | None, i
     return [q.astype(np.int8).ravel(), *node.weights[1:], layer_scales, bottom], term, None
 
 
+def _rescaled(w: np.ndarray, q: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int8 values, scale per output) with q * scale == w up to float rounding (1e-6 of each row's peak),
+    where a fusion multiplied each output row of the dequantized int8 weight q by one factor; else None."""
+    if q is None or q.shape != w.shape:
+        return None
+    q = q.astype(np.float64)
+    norms = (q * q).sum(1)
+    factor = np.divide((w * q).sum(1), norms, out=np.zeros(len(w)), where=norms > 0)
+    q = q * np.where(factor < 0, -1.0, 1.0)[:, None]         # a negative factor: the row's signs flip
+    factor = np.abs(factor)
+    peak = np.abs(w).max(1)
+    if np.any(np.abs(q * factor[:, None] - w).max(1) > 1e-6 * peak) or np.any((peak > 0) & (factor == 0)):
+        return None
+    return q, factor.astype(np.float32)
+
+
 def _fast_float(graph: Graph, node: Node) -> str | None:
     """Why fast mode keeps a planned layer in float: where real ncnn's x86 int8 kernel is slower."""
     if node.op in FAST_FLOAT:
@@ -72,7 +96,8 @@ def _fast_float(graph: Graph, node: Node) -> str | None:
     if shape is not None and (len(shape) > 1 and shape[0] != 1):
         return ROWS_FLOAT
     taps = int(node.params.get(1, 1)) * int(node.params.get(11, node.params.get(1, 1)))
-    if node.op == "Convolution" and np.asarray(node.weights[0]).size < FEW_CHANNELS * int(node.params[0]) * taps:
+    per_output = np.asarray(node.weights[0]).size // max(int(node.params[0]), 1)      # input channels x taps
+    if node.op == "Convolution" and per_output < FEW_CHANNELS * taps and per_output < FEW_PRODUCTS:
         return FEW_FLOAT
     return None
 
@@ -99,7 +124,7 @@ def apply_int8(graph: Graph) -> dict:
         if why:
             fallbacks[node.origin] = why
             continue
-        weights, term, why = int8_weights(node, plan)
+        weights, term, why = int8_weights(node, plan, fast)
         if why:
             fallbacks[node.origin] = why
             continue
