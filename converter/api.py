@@ -141,15 +141,15 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
-    graph.int8_mode = int8
-    return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
+    return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8)
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
                      input_values: dict[str, object] | None = None,
-                     progress: Callable[[str], None] | None = None) -> NcnnModel:
+                     progress: Callable[[str], None] | None = None, int8: str = "exact") -> NcnnModel:
     """The conversion of a model already prepared (onnx_loader.prepare_model) and built into `graph`:
-    verify prepares once and hands the same proto to onnxruntime."""
+    verify prepares once and hands the same proto to onnxruntime. `int8`: as convert's."""
+    graph.int8_mode = int8
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)

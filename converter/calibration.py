@@ -19,6 +19,7 @@ import onnx
 
 from .image_input import IMAGE_SUFFIXES, parse_image_spec
 from .ir import ConversionError
+from .onnx_loader import read_model
 
 
 def _samples(items: list[str]) -> list[tuple[Path, str]]:
@@ -70,7 +71,6 @@ def quantize(model_path: str, items: list[str], target: Path, progress: Callable
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from .onnx_loader import read_model
     proto, _ = read_model(model_path)
     name, shape = _float_input(proto)
     shape = list((input_shapes or {}).get(name, shape))

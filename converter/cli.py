@@ -132,9 +132,8 @@ def _convert_one(args, source: str, int8: str) -> int:
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
     if "int8_layers" in model.stats:     # a quantized model: what runs int8, what runs in float and why
-        dropped = model.stats.get("int8_dropped", {})
-        print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode"
-              + (f"; {len(dropped)} activation Q/DQ pairs dropped, listed by --json)" if dropped else ")"))
+        dropped = f"; {len(model.stats['int8_dropped'])} activation Q/DQ pairs dropped" if "int8_dropped" in model.stats else ""
+        print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")

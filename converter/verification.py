@@ -67,8 +67,7 @@ class LayerRow:
     inf: int = 0
     first_divergence: bool = False
     error: str | None = None
-    # fast int8 (converter/verify_int8.py): relative RMS distance from the float model and from onnxruntime's int8
-    from_float: float | None = None
+    from_float: float | None = None     # fast int8: relative RMS distances (converter/verify_int8.py)
     from_int8: float | None = None
 
 
@@ -91,8 +90,7 @@ class VerifyReport:
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
     precision: str = "fp32"                             # or fp16, as devices run (converter/fp16.py)
     end_to_end: list[OutputCheck] = field(default_factory=list)   # quantized: outputs from the inputs alone
-    # quantized models: the int8 mode, the pairs fast mode dropped, its outputs' distances (converter/verify_int8.py)
-    int8_mode: str | None = None
+    int8_mode: str | None = None        # quantized: and fast mode's dropped pairs, distances (verify_int8.py)
     int8_dropped: dict[str, str] = field(default_factory=dict)
     int8_distance: list = field(default_factory=list)
 
@@ -354,9 +352,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    graph = graph_of_prepared(proto, checker_warnings)
-    graph.int8_mode = int8          # a quantized model's int8 placement (converter/api.py INT8_MODES)
-    converted = convert_prepared(graph, proto, broadcast_fix)
+    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, int8=int8)
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -375,14 +371,13 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                           constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
                           sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})],
                           int8_layers=converted.stats.get("int8_layers"),
-                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
+                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}), int8_mode=int8 if steps else None,
+                          int8_dropped=converted.stats.get("int8_dropped", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
-    if steps:
-        report.int8_mode, report.int8_dropped = int8, converted.stats.get("int8_dropped", {})
     if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verify_int8.py)
-        float_proto = None if float_model is None else prepare_model(float_model, input_shapes, [], input_values)
-        check_fast(converted, proto, feeds, ncnn_feeds, reference, report, backends, rtol, float_proto)
+        float_proto = float_model and prepare_model(float_model, input_shapes, [], input_values)
+        check_fast(converted, ncnn_feeds, proto, feeds, reference, report, backends, rtol, float_proto, globals())
         return report
     checked, checked_feeds = converted, ncnn_feeds
     if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/forced_layers.py)

@@ -97,10 +97,11 @@ def judge(name: str, backend: str, got: np.ndarray | None, int8_ref: np.ndarray,
     return result
 
 
-def check_fast(converted, proto: onnx.ModelProto, feeds: dict, ncnn_feeds: dict, reference: dict, report,
-               backends: list[str], rtol: float, float_proto: onnx.ModelProto | None = None) -> None:
-    """Fill `report` for a fast-mode conversion: per layer and per output, both distances; outputs judged."""
-    from .verification import _interp_blobs, _ncnn_blobs, layer_row, onnxruntime_all, to_ncnn_layout
+def check_fast(converted, ncnn_feeds: dict, proto: onnx.ModelProto, feeds: dict, reference: dict, report,
+               backends: list[str], rtol: float, float_proto: onnx.ModelProto | None, helpers: dict) -> None:
+    """Fill `report` for a fast-mode conversion: per layer and per output, both distances; outputs judged.
+    `helpers`: converter/verification.py's names (it imports this module, so they are handed over)."""
+    layer_row, to_ncnn_layout, onnxruntime_all = (helpers[k] for k in ("layer_row", "to_ncnn_layout", "onnxruntime_all"))
     floats = onnxruntime_all(strip_activation_pairs(proto), feeds)
     float_outputs = floats
     if float_proto is not None:
@@ -111,8 +112,8 @@ def check_fast(converted, proto: onnx.ModelProto, feeds: dict, ncnn_feeds: dict,
     for backend in backends:
         wanted = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
         wanted += [o for o in graph.outputs if o not in wanted]
-        blobs, error = (_interp_blobs(converted, ncnn_feeds, "fp32") if backend == "interp"
-                        else _ncnn_blobs(converted, ncnn_feeds, wanted, "fp32"))
+        blobs, error = (helpers["_interp_blobs"](converted, ncnn_feeds, "fp32") if backend == "interp"
+                        else helpers["_ncnn_blobs"](converted, ncnn_feeds, wanted, "fp32"))
         for node in order:
             for blob in node.outputs:
                 if blob not in blobs or blob not in reference or node.op == "Input":

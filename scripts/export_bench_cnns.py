@@ -8,6 +8,7 @@ spread-out values so calibration sees realistic ranges rather than identity norm
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -40,5 +41,7 @@ def export(name: str) -> Path:
 
 
 if __name__ == "__main__":
-    for model in sys.argv[1:] or list(NETS):
+    parser = argparse.ArgumentParser(description="Export the benchmark CNNs into the model cache; print each path.")
+    parser.add_argument("names", nargs="*", help=f"any of {', '.join(NETS)} (default: all)")
+    for model in parser.parse_args().names or list(NETS):
         print(f"{model}\t{export(model)}")
