@@ -122,25 +122,34 @@ class NcnnModel:
         return {to_blob.get(k, k): v for k, v in plan.run(tensor_feeds).items()}
 
 
+INT8_MODES = ("exact", "fast")
+
+
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None) -> NcnnModel:
+            progress: Callable[[str], None] | None = None, int8: str = "exact") -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
+
+    `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
+    Q/DQ pair (onnxruntime's bits), "fast" drops those that feed no int8 layer, as ncnn's own tools.
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting.
     `progress(stage)` is told each stage (loading, each pass) as it starts."""
+    if int8 not in INT8_MODES:
+        raise ValueError(f"int8 mode must be one of {', '.join(INT8_MODES)}, got {int8!r}")
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
-    return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
+    return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8)
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
                      input_values: dict[str, object] | None = None,
-                     progress: Callable[[str], None] | None = None) -> NcnnModel:
+                     progress: Callable[[str], None] | None = None, int8: str = "exact") -> NcnnModel:
     """The conversion of a model already prepared (onnx_loader.prepare_model) and built into `graph`:
-    verify prepares once and hands the same proto to onnxruntime."""
+    verify prepares once and hands the same proto to onnxruntime. `int8`: as convert's."""
+    graph.int8_mode = int8
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)

@@ -51,7 +51,8 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
             "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
             "warnings": model.stats.get("warnings", []),
-            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}
+            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks", "int8_mode", "int8_dropped")
+               if k in model.stats}}
 
 
 def expand_models(paths: list[str]) -> list[str]:

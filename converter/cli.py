@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -23,6 +24,7 @@ from converter.verification.check import verify
 
 from .api import convert, load_ncnn
 from .batch_convert import Options, run_batch, write_conversion
+from .calibration import add_int8_options, calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
 
@@ -95,15 +97,26 @@ def onnx_dtype(value_info) -> np.dtype:
 
 
 def cmd_convert(args) -> int:
+    if args.calibrate:
+        if len(args.model) > 1 or Path(args.model[0]).is_dir():
+            raise UsageError("convert: --calibrate takes one model")
+        with tempfile.TemporaryDirectory() as folder:
+            source = calibrated(args.model[0], args.calibrate, folder, _input_shapes(args), not args.quiet)
+            return _convert_one(args, source, int8_mode(args))
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16)
         return run_batch(args.model, options, args.jobs, args.json, _shows_progress(args))
+    return _convert_one(args, args.model[0], int8_mode(args))
+
+
+def _convert_one(args, source: str, int8: str) -> int:
+    """Convert `source` (the model, or its calibrated QDQ form) into files named after args.model."""
     args.model = args.model[0]
     progress = Progress(label="convert") if _shows_progress(args) else None
     try:
-        model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value),
-                        progress=progress)
+        model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
+                        progress=progress, int8=int8)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16)
@@ -119,8 +132,9 @@ def cmd_convert(args) -> int:
         print(json.dumps(result))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
-    if model.stats.get("int8_fallbacks"):     # a quantized model: what runs int8, what runs in float and why
-        print(f"  {model.stats.get('int8_layers', 0)} layers run int8")
+    if "int8_layers" in model.stats:     # a quantized model: what runs int8, what runs in float and why
+        dropped = f"; {len(model.stats['int8_dropped'])} activation Q/DQ pairs dropped" if "int8_dropped" in model.stats else ""
+        print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
@@ -201,11 +215,15 @@ def cmd_verify(args) -> int:
         check_report_path(args.report)
     progress = Progress()
     try:
-        report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
-                        seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
-                        broadcast_fix=not args.no_broadcast_fix, progress=progress,
-                        input_values=_input_values(args.input_value), layout=args.layout,
-                        precision=args.precision)
+        with tempfile.TemporaryDirectory() as folder:
+            model, float_model = args.model, None
+            if args.calibrate:
+                model, float_model = calibrated(args.model, args.calibrate, folder, _input_shapes(args)), args.model
+            report = verify(model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
+                            seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
+                            broadcast_fix=not args.no_broadcast_fix, progress=progress,
+                            input_values=_input_values(args.input_value), layout=args.layout,
+                            precision=args.precision, int8=int8_mode(args), float_model=float_model)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -218,8 +236,10 @@ def cmd_verify(args) -> int:
         print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
         for note in report.sizes:
             print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
-        if report.int8_fallbacks:
-            print(f"  {report.int8_layers or 0} layers run int8; {len(report.int8_fallbacks)} quantized nodes in float")
+        if report.int8_fallbacks or report.int8_mode:
+            print(f"  {report.int8_layers or 0} layers run int8 ({report.int8_mode} mode); "
+                  f"{len(report.int8_fallbacks)} quantized nodes in float"
+                  + (f"; {len(report.int8_dropped)} activation Q/DQ pairs dropped" if report.int8_dropped else ""))
             for node, why in report.int8_fallbacks.items():
                 print(f"  float: {node}: {why}")
         for o in report.outputs:
@@ -227,6 +247,12 @@ def cmd_verify(args) -> int:
             of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"
             figures = o.error or f"max abs error {o.max_abs:.3g}{of_max}"
             print(f"  {status} {o.backend:6} {o.name}: {figures}")
+        for d in report.int8_distance:   # fast int8: distances from onnxruntime's int8 and float runs
+            top1 = "" if d.top1_float is None else (f"; top-1 {'agrees' if d.top1_float else 'differs'} with float, "
+                                                    f"{'agrees' if d.top1_int8 else 'differs'} with onnxruntime int8")
+            figures = d.error or (f"from float {d.from_float:.3g} (onnxruntime int8: {d.ort_int8_from_float:.3g}), "
+                                  f"from onnxruntime int8 {d.from_int8:.3g} (relative RMS){top1}")
+            print(f"  {'ok  ' if d.passed else 'FAIL'} {d.backend:6} {d.name}: {figures}")
         for o in report.end_to_end:      # quantized: the outputs from the inputs alone, steps added up
             print(f"  end to end {o.backend:6} {o.name}: {o.error or f'max abs error {o.max_abs:.3g}'}")
         for line in text_table(report.layers):
@@ -300,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default: float32)")
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
+    add_int8_options(conv)
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
@@ -326,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: a table)")
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
+    add_int8_options(ver)
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")

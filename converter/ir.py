@@ -96,6 +96,11 @@ class Graph:
         # quantized models (passes/plan_int8.py): ONNX node -> its int8 plan, or why it runs in float
         self.int8_plans: dict[str, Any] = {}
         self.int8_fallbacks: dict[str, str] = {}
+        # "exact" (activation Q/DQ pairs emulated, onnxruntime's bits) or "fast" (ncnn's own int8
+        # placement: pairs that feed no int8 layer dropped; passes/drop_activation_qdq.py); the
+        # activation pairs fast mode dropped, ONNX QuantizeLinear -> the tensor it quantized
+        self.int8_mode = "exact"
+        self.int8_dropped: dict[str, str] = {}
         # blob -> (ONNX tensor, low, high): a blob that passes made the ONNX tensor clipped (a Relu or a
         # quantizer's clip moved into the producer); verify compares it with onnxruntime's value so clipped
         self.reference_clips: dict[str, tuple[str, float, float]] = {}

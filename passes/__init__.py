@@ -14,6 +14,7 @@ from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .convert_log_buckets import convert_log_buckets
 from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .convert_window_gathers import convert_window_gathers
+from .drop_activation_qdq import drop_activation_qdq
 from .eliminate_dead import eliminate_dead
 from .eliminate_empty_concat_inputs import eliminate_empty_concat_inputs
 from .eliminate_identity_qdq import eliminate_identity_qdq
@@ -76,6 +77,9 @@ PIPELINE: list[Pass] = [
     sink_quantize,
     # before folding, which turns DequantizeLinear's int8 weights into float ones
     plan_int8,
+    # fast int8 only: right after plan_int8 (its pairs and planned layers), before the exact-mode
+    # rewrites of pairs (hoist_relu_over_qdq, eliminate_identity_qdq), which then find none to rewrite
+    drop_activation_qdq,
     # after plan_int8 (the int8 layers it planned keep reading their pair), before folding; a Relu
     # moved before its pair makes the pair after it repeat that one, for eliminate_identity_qdq
     hoist_relu_over_qdq,

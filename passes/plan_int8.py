@@ -35,6 +35,8 @@ class Int8Plan:
     dq_out: str                  # the dequantized tensor the ONNX node reads instead
     input_scale: float           # ONNX's scale of x (ncnn stores 1/scale)
     weight_scales: np.ndarray    # ONNX's scale per output (float32)
+    # the int8 weight, outputs first (fast mode re-derives per-output scales after a fusion scaled them)
+    weight_q: np.ndarray | None = None
 
 
 def _scale_zero(graph: Graph, node: Node) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -119,7 +121,8 @@ def plan_node(graph: Graph, node: Node) -> tuple[Int8Plan | None, str | None]:
     why, weight_scales = _weight_reason(graph, node, axis)
     if why:
         return None, why
-    return Int8Plan(x, node.inputs[0], scale, weight_scales), None
+    q = _constant_quantized(graph, graph.producer(node.inputs[1]).inputs[0])
+    return Int8Plan(x, node.inputs[0], scale, weight_scales, np.moveaxis(q, axis, 0).reshape(q.shape[axis], -1)), None
 
 
 QUANTIZABLE = {"Conv", "Gemm", "MatMul"}

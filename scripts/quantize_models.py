@@ -79,8 +79,27 @@ _REC = Quantized("ppocrv4_rec_int8", lambda: fetch("ppocrv4_rec"), lambda rng: {
 _VIT = Quantized("vit_tiny_int8", lambda: MODELS_DIR / "vit_tiny.onnx",
                  lambda rng: {"pixel_values": (photo((1, 3, 32, 32), rng) - 0.5) / 0.5})
 _BERT = Quantized("bert_tiny_int8", lambda: MODELS_DIR / "bert_tiny.onnx", tokens)
+
+
+def _bench_cnn(name: str) -> Path:
+    """A torchvision CNN scripts/export_bench_cnns.py exported (with the tools venv) into the cache."""
+    path = cache_dir() / "bench" / f"{name}.onnx"
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: run /work/zoo-venv/bin/python -m scripts.export_bench_cnns first")
+    return path
+
+
+def imagenet(shape, rng) -> np.ndarray:
+    mean, std = np.array([0.485, 0.456, 0.406])[:, None, None], np.array([0.229, 0.224, 0.225])[:, None, None]
+    return ((photo(shape, rng) - mean) / std).astype(np.float32)
+
+
+_MOBILENET = Quantized("mobilenet_v2_224_int8", lambda: _bench_cnn("mobilenet_v2_224"),
+                       lambda rng: {"x": imagenet((1, 3, 224, 224), rng)})
+_RESNET = Quantized("resnet18_224_int8", lambda: _bench_cnn("resnet18_224"),
+                    lambda rng: {"x": imagenet((1, 3, 224, 224), rng)})
 QUANTIZED = {q.name: q for q in [
-    _YOLO, _DET, _REC, _VIT, _BERT,
+    _YOLO, _DET, _REC, _VIT, _BERT, _MOBILENET, _RESNET,
     _like(_YOLO, "yolov8n_320_qop_int8", form="qoperator"),
     _like(_YOLO, "yolov8n_320_qop_uint8", form="qoperator", activations="uint8"),
     _like(_YOLO, "yolov8n_320_uint8", activations="uint8"),

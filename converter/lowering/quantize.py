@@ -114,7 +114,7 @@ def quantize_linear(graph: Graph, node: Node) -> list[Node]:
         # 16-bit steps are fine enough that x * (1 / s) would often sit an ulp across a .5 step
         scaled = _divided(graph, node, scale.astype(np.float32), reciprocal, RANGES[zero.dtype], zero, nodes)
     else:
-        if inexact:
+        if inexact and graph.int8_mode == "exact":      # fast mode makes no claim to onnxruntime's steps
             graph.warnings.append(f"{node.describe()}: x / scale runs as x * (1 / scale) in ncnn (its division "
                                   "is approximate on x86); an input within an ulp of a rounding tie may quantize "
                                   "one step off onnxruntime")

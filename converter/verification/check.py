@@ -31,6 +31,7 @@ from converter.verification.divergence import Divergence
 from converter.verification.forced_layers import forced_model
 from converter.verification.image_input import ImageSpec
 from converter.verification.quantization_steps import quantization_steps, within_steps
+from converter.verification.int8_fast import check_fast
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -66,6 +67,8 @@ class LayerRow:
     inf: int = 0
     first_divergence: bool = False
     error: str | None = None
+    from_float: float | None = None     # fast int8: relative RMS distances (converter/verification/int8_fast.py)
+    from_int8: float | None = None
 
 
 @dataclass
@@ -87,6 +90,9 @@ class VerifyReport:
     int8_fallbacks: dict[str, str] = field(default_factory=dict)
     precision: str = "fp32"                             # or fp16, as devices run (converter/verification/fp16.py)
     end_to_end: list[OutputCheck] = field(default_factory=list)   # quantized: outputs from the inputs alone
+    int8_mode: str | None = None        # quantized: and fast mode's dropped pairs, distances (verify_int8.py)
+    int8_dropped: dict[str, str] = field(default_factory=dict)
+    int8_distance: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -326,7 +332,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
-           precision: str = "fp32") -> VerifyReport:
+           precision: str = "fp32", int8: str = "exact", float_model=None) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
@@ -346,7 +352,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix)
+    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, int8=int8)
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -365,9 +371,14 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                           constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
                           sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})],
                           int8_layers=converted.stats.get("int8_layers"),
-                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}))
+                          int8_fallbacks=converted.stats.get("int8_fallbacks", {}), int8_mode=int8 if steps else None,
+                          int8_dropped=converted.stats.get("int8_dropped", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
+    if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verification/int8_fast.py)
+        float_proto = float_model and prepare_model(float_model, input_shapes, [], input_values)
+        check_fast(converted, ncnn_feeds, proto, feeds, reference, report, backends, rtol, float_proto, globals())
+        return report
     checked, checked_feeds = converted, ncnn_feeds
     if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/verification/forced_layers.py)
         checked, refs = forced_model(converted, reference)

@@ -15,7 +15,8 @@ from test_convert_cli import assert_bad_input, run_cli
 
 BCAST = MODELS / "bcast_demo.onnx"
 ROW_KEYS = {"backend", "layer", "layer_type", "onnx_node", "blob", "shape", "passed", "max_abs",
-            "rel_to_max", "cosine", "nan", "inf", "first_divergence", "error"}
+            "rel_to_max", "cosine", "nan", "inf", "first_divergence", "error",
+            "from_float", "from_int8"}     # the last two: fast int8 only (converter/verification/int8_fast.py), else null
 
 
 def test_table_marks_the_layer_the_divergence_line_names():
