@@ -22,13 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
+from converter.runtime_size_values import express_range_values
 from converter.symbolic import SLICE_TERMS, Op, Term, op, pin_refs
 from converter.symbolic_shapes import SymbolicShapes
 
 from .express_shapes import ShapeMath, remove_dead_shape_math
 from .fold_constants import fold_node
 from .infer_shapes import infer_shapes
-from .resolve_symbolic_extents import IndexRanges, _broadcast_safe
+from .resolve_symbolic_extents import IndexRanges, _broadcast_safe, _canonical_terms
 
 COMPARE = {"LessOrEqual": lambda lo, hi: (lo, hi, 0), "Less": lambda lo, hi: (lo, hi, 1),
            "GreaterOrEqual": lambda lo, hi: (hi, lo, 0), "Greater": lambda lo, hi: (hi, lo, 1)}
@@ -40,6 +41,7 @@ class CacheRanges(IndexRanges):
     def __init__(self, graph: Graph, shapes: SymbolicShapes, math: ShapeMath):
         super().__init__(graph, shapes)
         self.math = math
+        self.entries: list[Node] = []       # where a run-time size joined a range: Add(range, size)
 
     def _size(self, name: str) -> Term | None:
         terms = self.math.terms.get(name)
@@ -49,16 +51,37 @@ class CacheRanges(IndexRanges):
         if node.op in ("Add", "Sub") and len(node.inputs) == 2:
             a, b = node.inputs
             for x, c in ((a, b), (b, a)) if node.op == "Add" else ((a, b),):
-                shift = self._size(c) if x in self.ranges else None
-                if shift is not None and self._scalar(c) is None:
-                    n, offset = self.ranges[x]
+                if x not in self.ranges or c in self.ranges and self.ranges[c][0] != 1:
+                    continue
+                n, offset = self.ranges[x]
+                shift = self._scalar(c)
+                shift = self._size(c) if shift is None else shift
+                if shift is None and c in self.ranges:
+                    shift = self.ranges[c][1]               # one value everywhere (a term too)
+                if shift is not None and not (isinstance(offset, int) and isinstance(shift, int)):
+                    if isinstance(offset, int):
+                        self.entries.append(node)
                     return n, op("+" if node.op == "Add" else "-", offset, shift)
-        if node.op == "Tile" and node.inputs[0] in self.ranges and _unit_repeats(self.math, node):
+        if node.op in ("Tile", "Expand") and node.inputs[0] in self.ranges and _unit_repeats(self.math, node):
             return self.ranges[node.inputs[0]]
+        if node.op == "Range":
+            found = _size_range(self, node)
+            if found is not None and not isinstance(found[1], int):
+                self.entries.append(node)
+            return found
         return super()._rule(node)
 
 
+def _size_range(ranges: CacheRanges, node: Node) -> tuple[Term, Term] | None:
+    """Range(start, limit, 1) over run-time sizes (TrOCR's positions past .. past + T): (n, start)."""
+    start, limit = ranges._size(node.inputs[0]), ranges._size(node.inputs[1])
+    if start is None or limit is None or ranges._scalar(node.inputs[2]) != 1:
+        return None
+    return ranges.shapes.canon(op("-", limit, start)), start
+
+
 def _unit_repeats(math: ShapeMath, node: Node) -> bool:
+    """A Tile's repeats, or an Expand's shape (TrOCR's positions.expand(batch, -1)), all ones."""
     terms = math.of(node.inputs[1]) if len(node.inputs) > 1 else None
     return terms is not None and all(t == 1 for t in terms)
 
@@ -157,8 +180,22 @@ def _constant_compare(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: 
     graph.replace_all_uses(out, known.name)
     graph.remove_node(node)
     for reader in readers:          # Where(constant, constant, constant): a constant
-        fold_node(graph, reader)
+        if fold_node(graph, reader):
+            _drop_zero_adds(graph, reader.outputs[0], shapes)
     return True
+
+
+def _drop_zero_adds(graph: Graph, name: str, shapes: SymbolicShapes) -> None:
+    """scores + 0 (a mask that hides nothing) is the scores, which span the sum's shape (checked by
+    _broadcast_safe before the fold): the attention is then a plain softmax(q k^T) v again."""
+    value = graph.value(name)
+    if value is None or np.any(value != 0):
+        return
+    for reader in graph.consumers(name):
+        if reader.op == "Add" and reader.outputs[0] not in graph.outputs:
+            other = reader.inputs[1] if reader.inputs[0] == name else reader.inputs[0]
+            graph.replace_all_uses(reader.outputs[0], other)
+            graph.remove_node(reader)
 
 
 def _broadcast_safe_bool(graph: Graph, name: str, shapes: SymbolicShapes) -> bool:
@@ -173,13 +210,16 @@ def resolve_cache_positions(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
     ranges = CacheRanges(graph, shapes, math)
-    rows = masks = tiles = 0
+    rows = masks = tiles = values = 0
     compares = []
     for node in graph.topological():
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
+        _canonical_terms(graph, node, shapes, shapes)        # expressions reading a Range's extent
         shapes.visit(node)
+        if node.op == "Range" and _size_range(ranges, node) is not None:
+            shapes.dims[node.outputs[0]] = (_size_range(ranges, node)[0],)
         ranges.visit(node)
         if node.op == "Tile" and _unit_repeats(math, node) and node.outputs[0] not in graph.outputs:
             shapes.dims[node.outputs[0]] = shapes.of(node.inputs[0])
@@ -192,8 +232,15 @@ def resolve_cache_positions(graph: Graph) -> dict:
             compares.append(node)
     for node in compares:           # after the walk: the readers' shapes are known then
         masks += _constant_compare(graph, node, shapes, ranges)
-    if rows or masks or tiles:
+    # a range at a run-time offset still read as values (T5's relative positions): computed from fills
+    for node in ranges.entries:
+        out = node.outputs[0]
+        if node.name in graph.nodes and graph.use_count(out) and out in ranges.ranges and out not in math.terms:
+            n, offset = ranges.ranges[out]
+            values += express_range_values(graph, node, shapes.canon(n), shapes.canon(offset))
+    if rows or masks or tiles or values:
         remove_dead_shape_math(graph, set(math.terms))
         graph.remove_unused_tensors()
         infer_shapes(graph)
-    return {"cache_position_rows": rows, "cache_masks_resolved": masks, "unit_tiles_removed": tiles}
+    return {"cache_position_rows": rows, "cache_masks_resolved": masks, "unit_tiles_removed": tiles,
+            "cache_ranges_computed": values}

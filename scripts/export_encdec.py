@@ -36,15 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from export_zoo import strip_debug_info  # noqa: E402
 
-VOCAB, D, HEADS, LAYERS, SRC = 96, 64, 4, 2, 12
+VOCAB, D, HEADS, LAYERS, SRC = 64, 64, 4, 2, 12
 STEPS = 32                    # tokens generated after the prompt
 
 
 def whisper():
     from transformers import WhisperConfig, WhisperForConditionalGeneration
     cfg = WhisperConfig(vocab_size=VOCAB, num_mel_bins=16, d_model=D, encoder_layers=LAYERS, decoder_layers=LAYERS,
-                        encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=2 * D,
-                        decoder_ffn_dim=2 * D, max_source_positions=SRC, max_target_positions=64,
+                        encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=D,
+                        decoder_ffn_dim=D, max_source_positions=SRC, max_target_positions=48,
                         pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
                         dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager", tie_word_embeddings=False)
     model = WhisperForConditionalGeneration(cfg)
@@ -54,7 +54,7 @@ def whisper():
 
 def t5():
     from transformers import T5Config, T5ForConditionalGeneration
-    cfg = T5Config(vocab_size=VOCAB, d_model=D, d_kv=16, d_ff=2 * D, num_layers=LAYERS, num_decoder_layers=LAYERS,
+    cfg = T5Config(vocab_size=VOCAB, d_model=D, d_kv=16, d_ff=D, num_layers=LAYERS, num_decoder_layers=LAYERS,
                    num_heads=HEADS, relative_attention_num_buckets=8, relative_attention_max_distance=20,
                    dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
                    attn_implementation="eager", tie_word_embeddings=False)
@@ -64,10 +64,10 @@ def t5():
 def trocr():
     from transformers import TrOCRConfig, TrOCRForCausalLM, ViTConfig, ViTModel, VisionEncoderDecoderModel
     enc = ViTModel(ViTConfig(hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                             intermediate_size=2 * D, image_size=32, patch_size=8, hidden_dropout_prob=0.0,
+                             intermediate_size=D, image_size=32, patch_size=8, hidden_dropout_prob=0.0,
                              attention_probs_dropout_prob=0.0, attn_implementation="eager"), add_pooling_layer=False)
     dec = TrOCRForCausalLM(TrOCRConfig(vocab_size=VOCAB, d_model=D, decoder_layers=LAYERS,
-                                       decoder_attention_heads=HEADS, decoder_ffn_dim=2 * D, max_position_embeddings=64,
+                                       decoder_attention_heads=HEADS, decoder_ffn_dim=D, max_position_embeddings=48,
                                        cross_attention_hidden_size=D, dropout=0.0, attention_dropout=0.0,
                                        activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
                                        decoder_start_token_id=2, attn_implementation="eager", tie_word_embeddings=False))
@@ -78,8 +78,8 @@ def trocr():
 def bart():
     from transformers import BartConfig, BartForConditionalGeneration
     cfg = BartConfig(vocab_size=VOCAB, d_model=D, encoder_layers=LAYERS, decoder_layers=LAYERS,
-                     encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=2 * D,
-                     decoder_ffn_dim=2 * D, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                     encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=D,
+                     decoder_ffn_dim=D, max_position_embeddings=48, dropout=0.0, attention_dropout=0.0,
                      activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
                      decoder_start_token_id=2, forced_eos_token_id=None, attn_implementation="eager", tie_word_embeddings=False)
     return BartForConditionalGeneration(cfg), ("input_ids", [1, SRC], "int64"), "attention_mask", [2]
@@ -88,14 +88,18 @@ def bart():
 def marian():
     from transformers import MarianConfig, MarianMTModel
     cfg = MarianConfig(vocab_size=VOCAB, d_model=D, encoder_layers=LAYERS, decoder_layers=LAYERS,
-                       encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=2 * D,
-                       decoder_ffn_dim=2 * D, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                       encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=D,
+                       decoder_ffn_dim=D, max_position_embeddings=48, dropout=0.0, attention_dropout=0.0,
                        activation_dropout=0.0, pad_token_id=VOCAB - 1, eos_token_id=0,
                        decoder_start_token_id=VOCAB - 1, attn_implementation="eager", tie_word_embeddings=False)
     return MarianMTModel(cfg), ("input_ids", [1, SRC], "int64"), "attention_mask", [VOCAB - 1]
 
 
 MODELS = {"whisper": whisper, "t5": t5, "trocr": trocr, "bart": bart, "marian": marian}
+# the decoders of the first three with both exporters, BART's and Marian's with TorchScript (the
+# committed files stay a few MB); every encoder with TorchScript (the encoders are not the point)
+EXPORTERS = {"whisper": ("ts", "dynamo"), "t5": ("ts", "dynamo"), "trocr": ("ts", "dynamo"),
+             "bart": ("ts",), "marian": ("ts",)}
 
 
 def randomize(model, seed: int) -> None:
@@ -103,6 +107,11 @@ def randomize(model, seed: int) -> None:
     logits spread), norms' scales around 1, biases small; positional tables stay as built when
     they are fixed (sinusoidal) buffers."""
     gen = torch.Generator().manual_seed(seed)
+    for m in (model, getattr(model, "decoder", None)):
+        head = m.get_output_embeddings() if m is not None and hasattr(m, "get_output_embeddings") else None
+        if head is not None and head.weight is m.get_input_embeddings().weight:
+            # a head tied to the embeddings scores the input token itself highest: greedy repeats it
+            head.weight = torch.nn.Parameter(head.weight.detach().clone())
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
@@ -244,22 +253,25 @@ def greedy_reference(model, kind, enc, mask, prompt) -> tuple[list[int], float]:
 
 
 def build(name: str, out: Path) -> dict:
-    model, enc_spec, mask_name, prompt = MODELS[name]()
-    randomize(model, seed=sum(map(ord, name)))
-    has_mask = mask_name is not None
-    x = encoder_input(enc_spec, seed=7)
-    mask = torch.ones(enc_spec[1], dtype=torch.int64) if has_mask else None
-    if has_mask:
-        mask[0, -3:] = 0           # a padded source: the encoder mask matters
-    encoder = encoder_module(model, name, has_mask)
-    with torch.no_grad():
-        enc = encoder(torch.from_numpy(x), mask)
-    tokens, spread = greedy_reference(model, name, enc, mask, prompt)
-    if len(set(tokens)) < 8 or spread < 1.0:
+    for seed in range(sum(map(ord, name)), sum(map(ord, name)) + 16):      # the first draw that generates
+        model, enc_spec, mask_name, prompt = MODELS[name]()
+        randomize(model, seed=seed)
+        has_mask = mask_name is not None
+        x = encoder_input(enc_spec, seed=7)
+        mask = torch.ones(enc_spec[1], dtype=torch.int64) if has_mask else None
+        if has_mask:
+            mask[0, -3:] = 0           # a padded source: the encoder mask matters
+        encoder = encoder_module(model, name, has_mask)
+        with torch.no_grad():
+            enc = encoder(torch.from_numpy(x), mask)
+        tokens, spread = greedy_reference(model, name, enc, mask, prompt)
+        if len(set(tokens)) >= 12 and spread >= 1.0:
+            break
+    else:
         raise ValueError(f"{name}: greedy tokens {tokens} (logit std {spread:.2f}) are too uniform to test")
     entry = {"encoder_input": {"name": enc_spec[0], "shape": enc_spec[1], "dtype": enc_spec[2], "seed": 7},
              "encoder_attention_mask": mask.tolist() if has_mask else None, "prompt": prompt,
-             "greedy_tokens": tokens, "layers": LAYERS, "heads": HEADS, "files": {}, "refused": {}}
+             "greedy_tokens": tokens, "weights_seed": seed, "layers": LAYERS, "heads": HEADS, "files": {}, "refused": {}}
 
     # encoder
     enc_in = [enc_spec[0]] + ([mask_name] if has_mask else [])
@@ -299,9 +311,10 @@ def build(name: str, out: Path) -> dict:
         ref1 = step(*args1)
 
     fixed_src = enc_spec[2] != "int64"     # audio frames and images: the encoder length is the model's
-    for exp, dynamo in (("ts", False), ("dynamo", True)):
-        jobs = [("encoder", encoder, enc_args, enc_in, ["last_hidden_state"], enc_dyn, feeds_enc),
-                ("decoder", step0, args0, in0, out0, dyn0, None),
+    for exp in EXPORTERS[name]:
+        dynamo = exp == "dynamo"
+        jobs = [("encoder", encoder, enc_args, enc_in, ["last_hidden_state"], enc_dyn, feeds_enc)] if not dynamo else []
+        jobs += [("decoder", step0, args0, in0, out0, dyn0, None),
                 ("decoder_with_past", step, args1, in1, out1, dyn1, None)]
         for part, module, args, in_names, out_names, dyn, _ in jobs:
             if fixed_src:
@@ -338,7 +351,7 @@ def main() -> int:
         torch.manual_seed(0)
         manifest[name] = build(name, out)
         print(name, "files:", manifest[name]["files"], "refused:", list(manifest[name]["refused"]))
-    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+        manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")       # after each model
     return 0
 
 
