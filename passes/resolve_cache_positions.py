@@ -20,6 +20,7 @@ resolve_symbolic_extents follows index ranges with constant offsets; here an off
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from converter.ir import Graph, Node, Tensor
 from converter.runtime_size_values import express_range_values
@@ -29,7 +30,7 @@ from converter.symbolic_shapes import SymbolicShapes
 from .express_shapes import ShapeMath, remove_dead_shape_math
 from .fold_constants import fold_node
 from .infer_shapes import infer_shapes
-from .resolve_symbolic_extents import IndexRanges, _broadcast_safe, _canonical_terms
+from .resolve_symbolic_extents import IndexRanges, _broadcast_safe, _canonical_terms, _fill_numbers
 
 COMPARE = {"LessOrEqual": lambda lo, hi: (lo, hi, 0), "Less": lambda lo, hi: (lo, hi, 1),
            "GreaterOrEqual": lambda lo, hi: (hi, lo, 0), "Greater": lambda lo, hi: (hi, lo, 1)}
@@ -173,15 +174,65 @@ def _constant_compare(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: 
         value = False
     else:
         return False
-    if not _broadcast_safe_bool(graph, out, shapes):
+    if not _settle(graph, out, value, shapes, apply=False):
         return False
-    known = graph.add_constant(f"{out}_everywhere", np.full((1,) * graph.tensors[out].rank, value))
-    readers = graph.consumers(out)
-    graph.replace_all_uses(out, known.name)
+    _make_constant(graph, node, value)
+    _settle(graph, out, value, shapes, apply=True)
+    return True
+
+
+def _make_constant(graph: Graph, node: Node, value) -> None:
+    """The node's one output holds `value` everywhere: a constant of ones along its axes."""
+    t = graph.tensors[node.outputs[0]]
+    t.value = np.full((1,) * t.rank, value, dtype=np.bool_ if isinstance(value, bool) else t.dtype)
+    t.shape, t.batch_axis, t.dtype = t.value.shape, None, t.value.dtype
     graph.remove_node(node)
-    for reader in readers:          # Where(constant, constant, constant): a constant
-        if fold_node(graph, reader):
-            _drop_zero_adds(graph, reader.outputs[0], shapes)
+
+
+def _settle(graph: Graph, name: str, value: bool, shapes: SymbolicShapes, apply: bool) -> bool:
+    """Whether every reader of a mask that is `value` everywhere takes it as a constant of ones along
+    its axes (apply: make it so): a Cast to bool keeps it; And with True and Or with False are the other
+    operand (where that spans the result), the other way round they are constant; a Where choosing
+    between constants is one, if its readers broadcast it back (scores + mask)."""
+    for reader in graph.consumers(name):
+        out = reader.outputs[0] if len(reader.outputs) == 1 else None
+        if out is None or out in graph.outputs or reader.inputs.count(name) != 1:
+            return False
+        if reader.op == "Cast" and reader.attrs.get("to") == TensorProto.BOOL:
+            if apply:
+                _make_constant(graph, reader, value)
+            if not _settle(graph, out, value, shapes, apply):
+                return False
+        elif reader.op in ("And", "Or") and len(reader.inputs) == 2:
+            other = reader.inputs[1] if reader.inputs[0] == name else reader.inputs[0]
+            known = graph.value(other)
+            if known is not None:                           # constant and constant: one value, or give up
+                result = np.logical_and(value, known) if reader.op == "And" else np.logical_or(value, known)
+                if not result.size or np.any(result != result.reshape(-1)[0]):
+                    return False
+                if apply:
+                    _make_constant(graph, reader, bool(result.reshape(-1)[0]))
+                if not _settle(graph, out, bool(result.reshape(-1)[0]), shapes, apply):
+                    return False
+            elif value == (reader.op == "And"):            # the other operand decides
+                if shapes.of(other) != shapes.dims.get(out):
+                    return False
+                if apply:
+                    graph.replace_all_uses(out, other)
+                    graph.remove_node(reader)
+            else:
+                if apply:
+                    _make_constant(graph, reader, value)
+                if not _settle(graph, out, value, shapes, apply):
+                    return False
+        elif reader.op == "Where" and reader.inputs[0] == name \
+                and all(graph.value(i) is not None for i in reader.inputs[1:]):
+            if not _broadcast_safe(graph, out, shapes):
+                return False
+            if apply and fold_node(graph, reader):      # Where(constant, constant, constant): a constant
+                _drop_zero_adds(graph, out, shapes)
+        else:
+            return False
     return True
 
 
@@ -198,25 +249,17 @@ def _drop_zero_adds(graph: Graph, name: str, shapes: SymbolicShapes) -> None:
             graph.remove_node(reader)
 
 
-def _broadcast_safe_bool(graph: Graph, name: str, shapes: SymbolicShapes) -> bool:
-    """The mask's readers are Wheres whose outputs every reader broadcasts back (scores + mask)."""
-    readers = graph.consumers(name)
-    return bool(readers) and all(r.op == "Where" and r.inputs[0] == name and r.inputs.count(name) == 1
-                                 and all(graph.value(i) is not None for i in r.inputs[1:])
-                                 and _broadcast_safe(graph, r.outputs[0], shapes) for r in readers)
-
-
 def resolve_cache_positions(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
     ranges = CacheRanges(graph, shapes, math)
-    rows = masks = tiles = values = 0
+    rows = masks = tiles = values = renamed = 0
     compares = []
     for node in graph.topological():
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        _canonical_terms(graph, node, shapes, shapes)        # expressions reading a Range's extent
+        renamed += _canonical_terms(graph, node, shapes, shapes)    # expressions reading a Range's extent
         shapes.visit(node)
         if node.op == "Range" and _size_range(ranges, node) is not None:
             shapes.dims[node.outputs[0]] = (_size_range(ranges, node)[0],)
@@ -238,7 +281,8 @@ def resolve_cache_positions(graph: Graph) -> dict:
         if node.name in graph.nodes and graph.use_count(out) and out in ranges.ranges and out not in math.terms:
             n, offset = ranges.ranges[out]
             values += express_range_values(graph, node, shapes.canon(n), shapes.canon(offset))
-    if rows or masks or tiles or values:
+    filled = _fill_numbers(graph, shapes)       # a Range of past .. past + 1 is one long
+    if rows or masks or tiles or values or renamed or filled:
         remove_dead_shape_math(graph, set(math.terms))
         graph.remove_unused_tensors()
         infer_shapes(graph)
