@@ -62,7 +62,7 @@ def converted_runners(path: Path, tmp: Path):
 
     def ncnn(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         ncnn_feeds = {e["ncnn"]: to_ncnn(feeds[e["onnx"]], e) for e in io["inputs"]}
-        got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]])
+        got = run_ncnn(param, bin_, ncnn_feeds, [e["ncnn"] for e in io["outputs"]], threads=1)
         return {e["onnx"]: to_onnx(got[e["ncnn"]], e) for e in io["outputs"]}
     wanted = {e["onnx"] for e in io["inputs"]}
     return model, {"interpreter": lambda feeds: model.run({k: v for k, v in feeds.items() if k in wanted}),
