@@ -259,7 +259,8 @@ def resolve_cache_positions(graph: Graph) -> dict:
         if node.ncnn or node.name not in graph.nodes:
             continue
         math.visit(node)
-        renamed += _canonical_terms(graph, node, shapes, shapes)    # expressions reading a Range's extent
+        if node.op != "Resize":      # a Resize keeps its relation over window formulas (resolve_symbolic_extents)
+            renamed += _canonical_terms(graph, node, shapes, shapes)    # expressions reading a Range's extent
         shapes.visit(node)
         if node.op == "Range" and _size_range(ranges, node) is not None:
             shapes.dims[node.outputs[0]] = (_size_range(ranges, node)[0],)
