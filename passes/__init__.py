@@ -57,6 +57,7 @@ from .merge_wide_axes import merge_wide_axes
 from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
+from .resolve_cache_positions import resolve_cache_positions
 from .resolve_symbolic_extents import resolve_symbolic_extents
 from .resolve_sequences import resolve_sequences
 from .rewrite_division_nan_guard import rewrite_division_nan_guard
@@ -104,6 +105,9 @@ PIPELINE: list[Pass] = [
     # once run-time sizes are terms: extents that are numbers (a dynamic batch's 1) filled in,
     # broadcasts and gathers that change nothing dropped, so fusions see the shapes they match
     resolve_symbolic_extents,
+    # after it (batch extents filled, identity gathers gone): positions offset by a run-time cache length
+    # (a decoder step with past) gather rows by a Slice, and causal masks that hold everywhere fold
+    resolve_cache_positions,
     # after folding (a chain of constants is a constant by then) and before lowering: an integer -> Log ->
     # integer chain on a run-time grid (T5's relative buckets) becomes exact integer thresholds
     convert_log_buckets,

@@ -24,97 +24,15 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.op_groups import BROADCASTING
 from converter.rewrite.fold import fold_node
+from converter.shapes.index_ranges import IndexRanges, broadcast_safe, canonical_terms, fill_numbers
 from converter.shapes.runtime_fill import FILL_VALUE
 from converter.shapes.runtime_pad import bounded_pad
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
-from converter.shapes.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
-from converter.shapes.symbolic_shapes import SymbolicShapes, broadcast, numel
+from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, op, pin_refs
+from converter.shapes.symbolic_shapes import SymbolicShapes
 
 from .infer_shapes import infer_shapes
-
-PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}
-
-
-class IndexRanges:
-    """ranges[tensor] = (n, offset): the tensor holds offset, offset + 1, ..., offset + n - 1 along
-    its one axis longer than 1 (or holds offset everywhere when n is 1)."""
-
-    def __init__(self, graph: Graph, shapes: SymbolicShapes):
-        self.graph, self.shapes = graph, shapes
-        self.ranges: dict[str, tuple[Term, int]] = {}
-        self.ones: dict[str, Term] = {}     # 1-D ones sized by a term: express_shapes' Range rewrite
-
-    def _scalar(self, name: str) -> int | None:
-        value = self.graph.value(name)
-        if value is None or value.size != 1:
-            return None
-        v = float(value.reshape(-1)[0])
-        return int(v) if v == int(v) else None
-
-    def _laid_out(self, name: str, n: Term) -> bool:
-        """The tensor's extents are all 1 but one, which is n."""
-        dims = self.shapes.dims.get(name)
-        return dims is not None and (n == 1 or numel(dims) == n and sum(d != 1 for d in dims) <= 1)
-
-    def _constant(self, name: str) -> None:
-        """An integer constant holding one value everywhere is a range of length 1."""
-        value = self.graph.value(name) if name and name not in self.ranges else None
-        if value is not None and value.dtype.kind in "iu" and value.size and np.all(value == value.flat[0]):
-            self.ranges[name] = (1, int(value.flat[0]))
-
-    def visit(self, node: Node) -> None:
-        for name in node.inputs:
-            self._constant(name)
-        terms = node.meta.get(SHAPE_TERMS)
-        if node.op == "ConstantOfShape" and node.meta.get(FILL_VALUE) == 1.0 and terms and len(terms) == 1:
-            self.ones[node.outputs[0]] = self.shapes.canon(terms[0])
-        try:
-            found = self._rule(node)
-        except (IndexError, KeyError, TypeError, ValueError):       # a malformed node: no range
-            found = None
-        if found is not None and len(node.outputs) == 1 and self._laid_out(node.outputs[0], found[0]):
-            self.ranges[node.outputs[0]] = found
-
-    def _sliced_arange(self, node: Node) -> tuple[Term, int] | None:
-        """A run-time length cut from a constant c, c + 1, ... (HF's position_ids buffer)."""
-        value, sliced = self.graph.value(node.inputs[0]), node.meta[SLICE_TERMS]
-        if value is None or value.size < 2 or len(sliced["axes"]) != 1 or not isinstance(sliced["starts"][0], int) \
-                or sum(d != 1 for d in value.shape) != 1 or value.shape[sliced["axes"][0]] == 1:
-            return None
-        flat = value.reshape(-1)
-        start = sliced["starts"][0]
-        if not np.array_equal(flat, flat[0] + np.arange(flat.size)) or not 0 <= start < flat.size:
-            return None
-        return self.shapes.canon(op("-", sliced["ends"][0], start)), int(flat[0]) + start
-
-    def _rule(self, node: Node) -> tuple[Term, int] | None:
-        ranges = self.ranges
-        if node.op == "CumSum" and node.inputs[0] in self.ones and self._scalar(node.inputs[1]) in (0, -1):
-            return self.ones[node.inputs[0]], 1
-        if node.op == "Slice" and SLICE_TERMS in node.meta:
-            return self._sliced_arange(node)
-        if node.op == "Expand" and ranges.get(node.inputs[0], (None,))[0] == 1:
-            return ranges[node.inputs[0]]
-        if node.op in PASS_VALUES and node.inputs[0] in ranges:
-            return ranges[node.inputs[0]]
-        if node.op in ("Add", "Sub", "Mul") and len(node.inputs) == 2:
-            a, b = node.inputs
-            if node.op == "Mul":        # integers: 0 * x is 0 (no inf or NaN to keep)
-                if self.graph.tensors[node.outputs[0]].dtype.kind not in "iu":
-                    return None
-                zero = next((x for x in (a, b) if ranges.get(x, (None, 1))[1] == 0 and ranges[x][0] == 1), None)
-                return (1, 0) if zero is not None else None
-            for x, c in ((a, b), (b, a)) if node.op == "Add" else ((a, b),):
-                if x in ranges:
-                    shift = self._scalar(c)
-                    if shift is None and ranges.get(c) == (1, 0):
-                        shift = 0
-                    if shift is not None:
-                        n, offset = ranges[x]
-                        return n, offset + (shift if node.op == "Add" else -shift)
-        return None
 
 
 def _reads_elements_only(graph: Graph, reader: Node, name: str) -> bool:
@@ -265,31 +183,12 @@ def _uniform(graph: Graph, name: str) -> np.ndarray | None:
     return value if value is not None and value.size and np.all(value == value.reshape(-1)[0]) else None
 
 
-def _broadcast_safe(graph: Graph, name: str, shapes: SymbolicShapes) -> bool:
-    """Each reader of `name` gives the same result when `name` shrinks to extent 1 along the axes its
-    values do not vary on: an elementwise op whose other operands already span its output, or a
-    Gather of a constant at these indices whose own readers are such."""
-    for reader in graph.consumers(name):
-        out = reader.outputs[0] if len(reader.outputs) == 1 else None
-        if out is None or out in graph.outputs or reader.inputs.count(name) != 1:
-            return False
-        if reader.op == "Gather" and reader.inputs[1] == name and graph.value(reader.inputs[0]) is not None:
-            if not _broadcast_safe(graph, out, shapes):
-                return False
-            continue
-        others = [shapes.of(i) for i in reader.inputs if i != name]
-        if reader.op not in BROADCASTING or not others or None in others \
-                or broadcast(others) != shapes.dims.get(out):
-            return False
-    return True
-
-
 def _constant_gather(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     """A gather from a constant holding one value everywhere (BERT's token_type_ids buffer of zeros,
     read at run-time positions) is that value, shaped all ones where its readers broadcast it."""
     data, out = _uniform(graph, node.inputs[0]), graph.tensors[node.outputs[0]]
     if data is None or graph.value(node.inputs[1]) is not None or out.shape is None or out.name in graph.outputs \
-            or not _broadcast_safe(graph, out.name, shapes):
+            or not broadcast_safe(graph, out.name, shapes):
         return False
     value = graph.add_constant(f"{out.name}_uniform", np.full((1,) * out.rank, data.reshape(-1)[0], data.dtype))
     graph.replace_all_uses(out.name, value.name)
@@ -299,51 +198,10 @@ def _constant_gather(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
 
 
 def _fold_gathers(graph: Graph, name: str) -> None:
-    """The Gathers _broadcast_safe let through read constants now: fold them (their outputs shrink)."""
+    """The Gathers broadcast_safe let through read constants now: fold them (their outputs shrink)."""
     for reader in graph.consumers(name):
         if reader.op == "Gather" and fold_node(graph, reader):
             _fold_gathers(graph, reader.outputs[0])
-
-
-def _canonical_terms(graph: Graph, node: Node, shapes: SymbolicShapes, related: SymbolicShapes) -> bool:
-    """An expression's sizes named by the graph inputs' extents (or numbers) instead of the tensors
-    it was written against: a Reshape then no longer reads a tensor inside an attention block. A Resize
-    keeps reading the tensor whose size it takes (one blob, no arithmetic) and records both sides' terms
-    over the inputs' extents (`related`: through convs and pools too), so its lowering checks only the
-    pairs of extents that can meet."""
-    if node.op == "Resize" and SHAPE_TERMS in node.meta:
-        x = related.of(node.inputs[0])
-        node.meta[RESIZE_RELATION] = None if x is None else (x, tuple(related.canon(t) for t in node.meta[SHAPE_TERMS]))
-        return False
-    if SHAPE_TERMS in node.meta:
-        old = node.meta[SHAPE_TERMS]
-        new = [shapes.canon(t) for t in old]
-        named = new
-    elif SLICE_TERMS in node.meta:
-        old = node.meta[SLICE_TERMS]
-        new = {**old, "starts": [shapes.canon(t) for t in old["starts"]], "ends": [shapes.canon(t) for t in old["ends"]]}
-        named = [*new["starts"], *new["ends"]]
-    else:
-        return False
-    if new == old:
-        return False
-    pins = len(pinned_inputs(node))
-    graph.set_inputs(node, node.inputs[:len(node.inputs) - pins])
-    node.meta[SHAPE_TERMS if SHAPE_TERMS in node.meta else SLICE_TERMS] = new
-    pin_refs(graph, node, named)
-    return True
-
-
-def _fill_numbers(graph: Graph, shapes: SymbolicShapes) -> int:
-    filled = 0
-    for name, dims in shapes.dims.items():
-        t = graph.tensors.get(name)
-        if t is None or t.is_constant or t.shape is None or dims is None or len(dims) != len(t.shape):
-            continue
-        new = tuple(d if d is not None or not isinstance(s, int) else s for d, s in zip(t.shape, dims))
-        if new != t.shape:
-            t.shape, filled = new, filled + 1
-    return filled
 
 
 def resolve_symbolic_extents(graph: Graph) -> dict:
@@ -357,7 +215,7 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
             continue
         math.visit(node)
         cut = bounded_pad(graph, node, related) if node.op == "Pad" and SHAPE_TERMS in node.meta else None
-        node, renamed = cut or node, renamed + (cut is not None or _canonical_terms(graph, node, shapes, related))
+        node, renamed = cut or node, renamed + (cut is not None or canonical_terms(graph, node, shapes, related))
         shapes.visit(node)
         related.visit(node)
         ranges.visit(node)
@@ -375,7 +233,7 @@ def resolve_symbolic_extents(graph: Graph) -> dict:
             gathers += 1
     for node in [n for n in graph.nodes.values() if n.op in ("Gather", "GatherElements") and not n.ncnn]:
         uniform += _constant_gather(graph, node, shapes)
-    filled = _fill_numbers(graph, shapes)
+    filled = fill_numbers(graph, shapes)
     gathers += uniform
     if expands or gathers or known or renamed:
         remove_dead_shape_math(graph, set(math.terms))

@@ -46,6 +46,10 @@ def op(name: str, a: Term, b: Term) -> Term:
         return a
     if name in ("+", "-") and isinstance(b, int) and isinstance(a, Op) and a.name == "+" and isinstance(a.b, int):
         return op("+", a.a, a.b + (b if name == "+" else -b))      # (x + 2) - 3 is x + -1: shorter expressions
+    if name == "-" and a == b:
+        return 0
+    if name == "-" and isinstance(a, Op) and a.name == "+" and b in (a.a, a.b):
+        return a.b if b == a.a else a.a                             # (x + y) - x is y: a cache's new length
     if name == "-" and isinstance(b, int):
         return op("+", a, -b)
     if (name == "*" and a == 1) or (name == "+" and a == 0):
