@@ -295,6 +295,11 @@ layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
 
+# ---- RotaryEmbed (rotaryembed.cpp), added by the genai helper (issue 30): x (heads, seq, dim) with
+# cos/sin (seq, dim/2); 0=1 rotates adjacent pairs, 0=0 the two halves. Kernel:
+# converter/interpreter/kernels/rotaryembed.py. (The llm helper adds the same layer: merge them.)
+layer("RotaryEmbed", (0, "interleaved", INT, 0))
+
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
 # writes one row of num_output floats per word: [words] -> [num_output, words]

@@ -17,6 +17,7 @@ from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
 from .legacy_resize import restore_legacy_resize
+from .genai_ops import infer_with_genai_ops, is_genai_op
 from .qoperator_shapes import infer_with_qoperators, is_qoperator
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
@@ -287,8 +288,8 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     if warnings is not None:
         warnings.extend(overridden)
     try:
-        proto = infer_with_qoperators(
-            proto, lambda p: shape_inference.infer_shapes(p, check_type=True, data_prop=True))
+        proto = infer_with_qoperators(proto, lambda p: infer_with_genai_ops(
+            p, lambda q: shape_inference.infer_shapes(q, check_type=True, data_prop=True)))
     except ConversionError:
         raise
     except Exception as exc:
@@ -337,10 +338,11 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
     graph = Graph(g.name or "graph")
     graph.opset = default_opset(proto)
     # com.microsoft's QOperator ops are expanded by passes/expand_qlinear.py; other custom ops are refused
-    unsupported_domains = {n.domain for n in g.node if n.domain not in ("", "ai.onnx") and not is_qoperator(n)}
+    unsupported_domains = {n.domain for n in g.node if n.domain not in ("", "ai.onnx")
+                           and not is_qoperator(n) and not is_genai_op(n)}
     if unsupported_domains:
         ops = sorted({f"{n.domain}.{n.op_type}" for n in g.node if n.domain in unsupported_domains
-                      and not is_qoperator(n)})
+                      and not is_qoperator(n) and not is_genai_op(n)})
         raise ConversionError(f"unsupported custom-domain ops: {', '.join(ops)}")
     for vi in [*g.input, *g.value_info, *g.output]:
         graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type, _text(vi.name))))

@@ -1,0 +1,121 @@
+"""onnxruntime-genai's model-builder ops (com.microsoft GroupQueryAttention, RotaryEmbedding,
+SkipSimplifiedLayerNormalization, MatMulNBits; SimplifiedLayerNormalization in the onnx domain):
+what the loader needs to accept them.
+
+onnx knows none of them, so shape inference runs on a twin of the model where each one is a few
+standard ops giving outputs of the same shapes (as converter/qoperator_shapes.py does for QOperator
+nodes); the model keeps its nodes, which converter/lowering/genai_*.py turn into ncnn layers.
+
+GroupQueryAttention's seqlens_k and total_sequence_length inputs are computed by the builder from
+attention_mask (ReduceSum - 1, Shape[1]). At batch 1 with a mask of ones, which is what
+onnxruntime-genai itself feeds, they say past length + new tokens, which the ncnn graph reads
+from the blobs' extents; the lowering does not read them (a padded mask is not honoured).
+"""
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+MS_DOMAIN = "com.microsoft"
+MS_OPS = {"GroupQueryAttention", "RotaryEmbedding", "SkipSimplifiedLayerNormalization", "MatMulNBits",
+          "SimplifiedLayerNormalization"}
+ONNX_DOMAIN_OPS = {"SimplifiedLayerNormalization"}     # onnxruntime registers it in the onnx domain
+
+
+def is_genai_op(node: onnx.NodeProto) -> bool:
+    if node.domain == MS_DOMAIN:
+        return node.op_type in MS_OPS
+    return node.domain in ("", "ai.onnx") and node.op_type in ONNX_DOMAIN_OPS
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def twin(node: onnx.NodeProto, index: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """Standard nodes (and small initializers) whose outputs have the shapes of `node`'s."""
+    stem = f"{node.name or node.op_type}#{index}"
+    ins = list(node.input) + [""] * 12
+    outs = list(node.output) + [""] * 4
+    attrs = _attrs(node)
+    mk, inits = helper.make_node, []
+
+    def const(name: str, values, dtype=onnx.TensorProto.INT64):
+        inits.append(helper.make_tensor(f"{stem}/{name}", dtype, [len(values)], values))
+        return f"{stem}/{name}"
+
+    op = node.op_type
+    if op == "SimplifiedLayerNormalization":
+        return [mk("Mul", [ins[0], ins[1]], [outs[0]])], inits
+    if op == "SkipSimplifiedLayerNormalization":
+        total = outs[3] or f"{stem}/sum"
+        nodes = [mk("Add", [ins[0], ins[1]], [total])]
+        if outs[0]:
+            nodes.append(mk("Mul", [total, ins[2]], [outs[0]]))
+        return nodes, inits
+    if op == "RotaryEmbedding":
+        return [mk("Identity", [ins[0]], [outs[0]])], inits
+    if op == "MatMulNBits":          # [..., K] -> [..., N]: one column of A times N zeros
+        first = mk("Slice", [ins[0], const("s", [0]), const("e", [1]), const("a", [-1])], [f"{stem}/col"])
+        zeros = const("zeros", [0.0] * int(attrs["N"]), onnx.TensorProto.FLOAT)
+        return [first, mk("Mul", [f"{stem}/col", zeros], [outs[0]])], inits
+    if op == "GroupQueryAttention":
+        return _gqa_twin(node, ins, outs, attrs, stem, const), inits
+    raise ValueError(op)
+
+
+def _gqa_twin(node, ins, outs, attrs, stem, const) -> list[onnx.NodeProto]:
+    """query [B, S, H*D] (or packed [B, S, (H+2G)*D]) -> output [B, S, H*D]; present = past ++ new."""
+    mk = helper.make_node
+    heads, kv_heads = int(attrs["num_heads"]), int(attrs.get("kv_num_heads", attrs["num_heads"]))
+    nodes = []
+    if ins[1]:                       # separate q, k, v
+        query, key, value = ins[0], ins[1], ins[2]
+    else:                            # packed: q's width is H*D of the (H+2G)*D
+        query, key, value = f"{stem}/q", f"{stem}/k", f"{stem}/v"
+        nodes.append(mk("Split", [ins[0], const("split_parts", [heads, kv_heads, kv_heads])],
+                        [f"{stem}/qh", f"{stem}/kh", f"{stem}/vh"], axis=-1))
+        # Split by heads proportions: width/(H+2G) per head, so q gets H of them
+        nodes = [mk("Reshape", [ins[0], const("heads", [0, 0, heads + 2 * kv_heads, -1])], [f"{stem}/by_head"]),
+                 mk("Split", [f"{stem}/by_head", const("parts", [heads, kv_heads, kv_heads])],
+                    [f"{stem}/qh", f"{stem}/kh", f"{stem}/vh"], axis=2),
+                 mk("Reshape", [f"{stem}/qh", const("flat", [0, 0, -1])], [query]),
+                 mk("Reshape", [f"{stem}/kh", const("flat_k", [0, 0, -1])], [key]),
+                 mk("Reshape", [f"{stem}/vh", const("flat_v", [0, 0, -1])], [value])]
+    nodes.append(mk("Identity", [query], [outs[0]]))
+    for new, past, present in ((key, ins[3], outs[1]), (value, ins[4], outs[2])):
+        if not present:
+            continue
+        split = f"{present}/heads"
+        nodes += [mk("Reshape", [new, const(f"{present}_kv", [0, 0, kv_heads, -1])], [split]),
+                  mk("Transpose", [split], [f"{split}/t"], perm=[0, 2, 1, 3])]
+        nodes.append(mk("Concat", [past, f"{split}/t"], [present], axis=2) if past
+                     else mk("Identity", [f"{split}/t"], [present]))
+    return nodes
+
+
+def infer_with_genai_ops(proto: onnx.ModelProto, infer) -> onnx.ModelProto:
+    """`infer(proto)`, seeing through genai ops; the returned model keeps them."""
+    if not any(is_genai_op(n) for n in proto.graph.node):
+        return infer(proto)
+    shell = onnx.ModelProto()
+    shell.CopyFrom(proto)
+    del shell.graph.node[:]
+    inits = []
+    for i, n in enumerate(proto.graph.node):
+        if is_genai_op(n):
+            nodes, extra = twin(n, i)
+            shell.graph.node.extend(nodes)
+            inits += extra
+        else:
+            shell.graph.node.append(n)
+    shell.graph.initializer.extend(inits)
+    inferred = infer(shell)
+    own = {o for n in proto.graph.node for o in n.output}
+    result = onnx.ModelProto()
+    result.CopyFrom(proto)
+    del result.graph.value_info[:]
+    result.graph.value_info.extend(vi for vi in inferred.graph.value_info if vi.name in own)
+    del result.graph.output[:]
+    result.graph.output.extend(inferred.graph.output)
+    return result
