@@ -16,10 +16,16 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
+from .batch_axis import leading_batch, rule
+
 MS_DOMAIN = "com.microsoft"
 MS_OPS = {"GroupQueryAttention", "RotaryEmbedding", "SkipSimplifiedLayerNormalization", "MatMulNBits",
           "SimplifiedLayerNormalization"}
 ONNX_DOMAIN_OPS = {"SimplifiedLayerNormalization"}     # onnxruntime registers it in the onnx domain
+
+
+# the output [batch, S, H*D] and present [batch, G, T, D] keep the query's leading batch
+rule("GroupQueryAttention")(leading_batch)
 
 
 def is_genai_op(node: onnx.NodeProto) -> bool:
@@ -119,3 +125,49 @@ def infer_with_genai_ops(proto: onnx.ModelProto, infer) -> onnx.ModelProto:
     del result.graph.output[:]
     result.graph.output.extend(inferred.graph.output)
     return result
+
+
+def detach_sequence_lengths(proto: onnx.ModelProto) -> None:
+    """In place: GroupQueryAttention's seqlens_k / total_sequence_length inputs are dropped (see the
+    module's note) and the nodes computing only them removed, so the mask's integer arithmetic
+    never reaches the ncnn graph."""
+    graph = proto.graph
+    changed = False
+    for n in graph.node:
+        if n.domain == MS_DOMAIN and n.op_type == "GroupQueryAttention":
+            for slot in (5, 6):
+                if len(n.input) > slot and n.input[slot]:
+                    n.input[slot] = ""
+                    changed = True
+    if not changed:
+        return
+    used = {o.name for o in graph.output}
+    keep = []
+    for n in reversed(graph.node):          # nodes are in topological order: one backward walk
+        if any(o and o in used for o in n.output):
+            keep.append(n)
+            used.update(i for i in n.input if i)
+    if len(keep) != len(graph.node):
+        kept = list(reversed(keep))
+        del graph.node[:]
+        graph.node.extend(kept)
+
+
+def drop_empty_pasts(proto: onnx.ModelProto, input_shapes: dict) -> dict:
+    """A prompt's conversion: a GroupQueryAttention past input given an extent of 0 on its sequence
+    axis (--input-shape past_key_values.0.key=1,2,0,64) is removed, the attention reading no past
+    (ncnn holds no empty blob). Returns the input shapes left for the other inputs."""
+    empty = {name for name, dims in input_shapes.items() if len(dims) == 4 and dims[2] == 0}
+    pasts = {i for n in proto.graph.node if n.domain == MS_DOMAIN and n.op_type == "GroupQueryAttention"
+             for i in list(n.input)[3:5] if i}
+    dropped = empty & pasts
+    if not dropped:
+        return input_shapes
+    for n in proto.graph.node:
+        for slot, name in enumerate(n.input):
+            if name in dropped:
+                n.input[slot] = ""
+    kept = [i for i in proto.graph.input if i.name not in dropped]
+    del proto.graph.input[:]
+    proto.graph.input.extend(kept)
+    return {k: v for k, v in input_shapes.items() if k not in dropped}

@@ -17,7 +17,7 @@ from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
 from .legacy_resize import restore_legacy_resize
-from .genai_ops import infer_with_genai_ops, is_genai_op
+from .genai_ops import detach_sequence_lengths, drop_empty_pasts, infer_with_genai_ops, is_genai_op
 from .qoperator_shapes import infer_with_qoperators, is_qoperator
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
@@ -282,9 +282,10 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
     standardize_contrib_qdq(proto)
+    detach_sequence_lengths(proto)
     _apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
-    overridden = _apply_input_shapes(proto, input_shapes or {})
+    overridden = _apply_input_shapes(proto, drop_empty_pasts(proto, input_shapes or {}))
     if warnings is not None:
         warnings.extend(overridden)
     try:
