@@ -51,6 +51,18 @@ def checkpoint(folder: Path, cls_name: str, overrides: dict, small: bool = True)
             if p.dim() == 1:
                 p.normal_(1.0, 0.1)
     model.save_pretrained(folder)
+    _tokenizer(folder, config.vocab_size)
+
+
+def _tokenizer(folder: Path, vocab: int) -> None:
+    """A word-level fast tokenizer of the config's vocabulary: the builder saves one beside the
+    model, and would otherwise convert a slow one (needing sentencepiece)."""
+    import tokenizers
+    import transformers
+    words = {f"t{i}": i for i in range(vocab)}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(words, unk_token="t0"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", eos_token="t1").save_pretrained(folder)
 
 
 def build(folder: Path, out: Path, precision: str, extra: list[str]) -> None:

@@ -27,7 +27,7 @@ from ..expression import expression_list
 from ..ir import Graph, Node
 from ..ncnn_layers import BINARY_OPS
 from ..symbolic import Ref, Renderer, op
-from . import lowers
+from . import LOWERINGS, lowers
 from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer
 
 SWAP_SEQ_HEADS = 2          # Permute order_type: (a, b, w) -> (b, a, w)
@@ -66,7 +66,7 @@ def _rotate(graph: Graph, src: Node, x: str, cos: str, sin: str, rotary: int, in
         return out
     part, rest, turned = (new_tensor(graph, f"{stem}_{t}", (heads, seq, d), None)
                           for t, d in (("part", rotary), ("pass", dim - rotary), ("turned", rotary)))
-    layers += [layer(src, graph, "Slice", [x], [part, rest], {0: [rotary, -233], 1: 2}, suffix=f"_{stem}_split"),
+    layers += [layer(src, graph, "Slice", [x], [part, rest], {0: [rotary, -233], 1: 2}, suffix=f"_{stem}_rotary_part"),
                layer(src, graph, "RotaryEmbed", [part, cos, sin], [turned], {0: interleaved}, suffix=f"_{stem}"),
                layer(src, graph, "Concat", [turned, rest], [out], {0: 2}, suffix=f"_{stem}_join")]
     return out
@@ -178,4 +178,39 @@ def group_query_attention(graph: Graph, node: Node) -> list[Node]:
 
 @lowers("RotaryEmbedding")
 def rotary_embedding(graph: Graph, node: Node) -> list[Node]:
-    raise fail(node, graph, "com.microsoft RotaryEmbedding is not lowered yet")
+    """x [1, S, H*D] or [1, H, S, D] rotated at position_ids [1, S] (rows of the caches gathered by
+    an ncnn Embed, the positions being an integer input) or at a scalar start position."""
+    x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if node.attrs.get("is_packed_batching", 0):
+        raise fail(node, graph, "packed batching is not supported")
+    cos_table, sin_table = constant(graph, node, 2, "cos_cache"), constant(graph, node, 3, "sin_cache")
+    half = cos_table.shape[-1]
+    positions = graph.tensors[node.inputs[1]]
+    if x.shape is None or x.batch_axis != 0 or x.rank not in (3, 4):
+        raise fail(node, graph, f"input '{x.name}' must be [batch 1, S, H*D] or [batch 1, H, S, D], got {x.shape}")
+    if positions.shape is None or positions.rank != 2:
+        raise fail(node, graph, "position_ids must be [batch, sequence] (a scalar start is not supported)")
+    layers: list[Node] = []
+    rows = []
+    for slot, table in ((2, cos_table), (3, sin_table)):
+        picked = new_tensor(graph, f"{node.name}_{slot}_rows", (1, positions.shape[1], half), 0)
+        layers += LOWERINGS["Gather"](graph, Node(f"{node.name}_rows{slot}", "Gather",
+                                                  [node.inputs[slot], positions.name], [picked], {"axis": 0},
+                                                  origin=node.origin or node.name))
+        rows.append(picked)
+    interleaved = int(node.attrs.get("interleaved", 0))
+    if x.rank == 4:
+        heads, dim = x.shape[1], x.shape[3]
+        rotated = _rotate(graph, node, x.name, rows[0], rows[1], int(node.attrs.get("rotary_embedding_dim", 0))
+                          or 2 * half, interleaved, layers, "x")
+        layers.append(layer(node, graph, "Noop", [rotated], [out.name], suffix="_out"))
+        return layers
+    heads = int(node.attrs.get("num_heads", 0)) or x.shape[2] // (2 * half)
+    dim = x.shape[2] // heads
+    split = _heads(graph, node, x.name, heads, dim, layers, "x")
+    rotated = _rotate(graph, node, split, rows[0], rows[1], int(node.attrs.get("rotary_embedding_dim", 0))
+                      or 2 * half, interleaved, layers, "x")
+    back = new_tensor(graph, f"{node.name}_back", (x.ncnn_shape[0], heads, dim), None)
+    layers.append(layer(node, graph, "Permute", [rotated], [back], {0: SWAP_SEQ_HEADS}, suffix="_back"))
+    layers.append(reshape_layer(graph, node, back, out.name, {0: 0}, suffix="_merge"))
+    return layers
