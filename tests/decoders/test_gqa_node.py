@@ -141,3 +141,30 @@ def test_rms_norms(skip, bias, sum_out, tmp_path):
     for got in _run_both(model, tmp_path, feeds):
         for name, expected in ref.items():
             np.testing.assert_allclose(got[name], expected, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("layout", ["rows", "heads"])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding(layout, interleaved, tmp_path):
+    """com.microsoft RotaryEmbedding at run-time position ids: Embed gathers the cache rows."""
+    heads, seq, dim = 2, 5, 16
+    shape = [1, "S", heads * dim] if layout == "rows" else [1, heads, "S", dim]
+    angles = np.arange(32)[:, None] * (1.0 / 100 ** (np.arange(dim // 2) / (dim // 2)))[None]
+    inits = [helper.make_tensor("cos", F, angles.shape, np.cos(angles).astype(np.float32)),
+             helper.make_tensor("sin", F, angles.shape, np.sin(angles).astype(np.float32))]
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain="com.microsoft",
+                            interleaved=interleaved, **({"num_heads": heads} if layout == "rows" else {}))
+    graph = helper.make_graph([node], "rope", [helper.make_tensor_value_info("x", F, shape),
+                                               helper.make_tensor_value_info("pos", TensorProto.INT64, [1, "S"])],
+                              [helper.make_tensor_value_info("y", F, shape)], inits)
+    path = tmp_path / "rope.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                      helper.make_opsetid("com.microsoft", 1)]), path)
+    rng = np.random.default_rng(interleaved)
+    x = rng.standard_normal([1, seq, heads * dim] if layout == "rows" else [1, heads, seq, dim]).astype(np.float32)
+    feeds = {"x": x, "pos": np.array([[3, 4, 5, 6, 7]], np.int64)}
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    model = converter.convert(str(path))
+    assert [n.op for n in model.graph.topological()].count("RotaryEmbed") == 1
+    for got in _run_both(model, tmp_path, feeds):
+        np.testing.assert_allclose(got["y"], ref, rtol=1e-5, atol=1e-5)
