@@ -2,6 +2,10 @@
 format*10 + block code): N rows of K signed `bits`-wide integers, packed from the low bit of each
 row's first byte, one scale per block of 32/64/128 values along K (weight = q / scale).
 
+In the .bin (modelwriter.h; measured: the pip runtime reads no type tag): the packed rows untagged,
+padded to 4 bytes, after C the ceil(K / block) scales of each row, and for format 1 (x0x) K input
+scales A is multiplied by first.
+
 Packing and unpacking live here so the layer spec, the MatMulNBits lowering and the interpreter
 kernel share one definition.
 """
@@ -28,6 +32,19 @@ def quant_block_size(p) -> int:
 
 def packed_k_bytes(p) -> int:
     return (int(p.constantK) * quant_bits(p) + 7) // 8
+
+
+def packed_b(p) -> bool:
+    """The layer stores a block-quantized B (the packed bytes and their scales)."""
+    return bool(p.constantB) and block_quantized(p)
+
+
+def input_scaled_b(p) -> bool:
+    return packed_b(p) and int(p.quantize_term) % 100 // 10 == 1
+
+
+def block_scale_count(p) -> int:
+    return -(-int(p.constantK) // quant_block_size(p)) * int(p.constantN)
 
 
 def quantize_term(bits: int, block_size: int, input_scale: bool = False) -> int | None:

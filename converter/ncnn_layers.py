@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .gemm_block_quant import block_quantized, packed_k_bytes, quant_block_size
+from .gemm_block_quant import block_scale_count, input_scaled_b, packed_b, packed_k_bytes
 
 INT, FLOAT, INTS, FLOATS, STR = "int", "float", "ints", "floats", "str"
 FP16_FLAG = 0x01306B47
@@ -33,8 +33,7 @@ class WeightSpec:
     # of the params where a param chooses (MemoryData's load_type)
     flagged: bool | Callable[["Params"], bool] = False
     present: Callable[["Params"], bool] = lambda p: True
-    # raw bytes of an untagged buffer ("<f4" floats, or "i1": Gemm's packed block-quantized B)
-    raw: str = "<f4"
+    raw: str = "<f4"        # an untagged buffer's type ("i1": Gemm's packed block-quantized B)
 
     def tagged(self, params: "Params") -> bool:
         return self.flagged(params) if callable(self.flagged) else self.flagged
@@ -205,32 +204,21 @@ layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
       (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))
 layer("Reduction", (0, "operation", INT, 0), (1, "reduce_all", INT, 1), (2, "coeff", FLOAT, 1.0),
       (3, "axes", INTS, ()), (4, "keepdims", INT, 0), (5, "fixbug0", INT, 0))
-# Gemm's weight-only block quantization (gemm.cpp, 18=quantize_term 4xx/6xx/8xx: bits, input-scale
-# format, block 32/64/128): B is N rows of K signed `bits`-wide values packed little-end first,
-# stored untagged (measured: the pip runtime reads no type tag) and padded to 4 bytes; after C come
-# ceil(K/block) scales per row (weight = q / scale) and, for format 1, K input scales
-layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0),
-      (3, "transB", INT, 0), (4, "constantA", INT, 0), (5, "constantB", INT, 0),
-      (6, "constantC", INT, 0), (7, "constantM", INT, 0), (8, "constantN", INT, 0),
-      (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
+# 18=quantize_term 4xx/6xx/8xx: weight-only block-quantized B (converter/gemm_block_quant.py)
+layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0), (3, "transB", INT, 0),
+      (4, "constantA", INT, 0), (5, "constantB", INT, 0), (6, "constantC", INT, 0), (7, "constantM", INT, 0),
+      (8, "constantN", INT, 0), (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
       (11, "output_N1M", INT, 0), (12, "output_elempack", INT, 0), (13, "output_elemtype", INT, 0),
       (14, "output_transpose", INT, 0), (18, "quantize_term", INT, 0),
-      weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True,
-                          present=lambda p: bool(p.constantA)),
+      weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True, present=lambda p: bool(p.constantA)),
                WeightSpec("B", _numel("constantN", "constantK"), flagged=True,
-                          present=lambda p: bool(p.constantB) and not block_quantized(p)),
-               WeightSpec("B_packed", lambda p: packed_k_bytes(p) * p.constantN, raw="i1",
-                          present=lambda p: bool(p.constantB) and block_quantized(p)),
-               WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM,
-                                          3: p.constantM * p.constantN,
+                          present=lambda p: bool(p.constantB) and not packed_b(p)),
+               WeightSpec("B_packed", lambda p: packed_k_bytes(p) * p.constantN, raw="i1", present=packed_b),
+               WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM, 3: p.constantM * p.constantN,
                                           4: p.constantN}[p.constant_broadcast_type_C],
                           flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1),
-               WeightSpec("B_quantize_scales",
-                          lambda p: -(-p.constantK // quant_block_size(p)) * p.constantN,
-                          present=lambda p: bool(p.constantB) and block_quantized(p)),
-               WeightSpec("B_input_scales", _numel("constantK"),
-                          present=lambda p: bool(p.constantB) and block_quantized(p)
-                          and p.quantize_term % 100 // 10 == 1)))
+               WeightSpec("B_quantize_scales", block_scale_count, present=packed_b),
+               WeightSpec("B_input_scales", _numel("constantK"), present=input_scaled_b)))
 
 # Recurrent layers (lstm.cpp, gru.cpp, rnn.cpp): every buffer is read with a type tag, one
 # block per direction; gates in ncnn's order (LSTM I F O G, GRU R U N)
@@ -295,11 +283,7 @@ layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
 
-# ---- RotaryEmbed (rotaryembed.cpp), added by the genai helper (issue 30): x (heads, seq, dim) with
-# cos/sin (seq, dim/2); 0=1 rotates adjacent pairs, 0=0 the two halves. Kernel:
-# converter/interpreter/kernels/rotaryembed.py. (The llm helper adds the same layer: merge them.)
-layer("RotaryEmbed", (0, "interleaved", INT, 0))
-
+layer("RotaryEmbed", (0, "interleaved", INT, 0))     # rotaryembed.cpp (genai helper; merge with llm's)
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
 # writes one row of num_output floats per word: [words] -> [num_output, words]
