@@ -17,6 +17,7 @@ from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
 from .legacy_resize import restore_legacy_resize
+from .external_weights import LARGE, external_bytes, is_lazy, keep_external, read_external
 from .genai_ops import detach_sequence_lengths, drop_empty_pasts, infer_with_genai_ops, is_genai_op
 from .qoperator_shapes import infer_with_qoperators, is_qoperator
 
@@ -50,6 +51,9 @@ def read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
             raise ConversionError(
                 f"cannot read model {path}: external data '{location}' of tensor '{tensor.name}' "
                 f"must be a file inside {folder}")
+    if external_bytes(proto) >= LARGE:          # weights read into the Graph only (external_weights.py)
+        keep_external(proto, folder)
+        return proto, path
     try:
         external_data_helper.load_external_data_for_model(proto, str(folder))
     except Exception as exc:
@@ -188,12 +192,13 @@ def _dtype_of(type_proto: onnx.TypeProto, name: str = "") -> np.dtype:
         raise ConversionError(f"tensor '{name}' has an unknown element type {elem}") from None
 
 
-def _loads_in_onnxruntime(proto: onnx.ModelProto) -> bool:
+def _loads_in_onnxruntime(proto: onnx.ModelProto, path: Path | None = None) -> bool:
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.log_severity_level = 4
-    try:
-        ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    try:       # weights left in their files (external_weights.py): onnxruntime reads the model's own path
+        source = str(path) if path is not None and is_lazy(proto) else proto.SerializeToString()
+        ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     except Exception:
         return False
     return True
@@ -204,7 +209,7 @@ def _check(proto: onnx.ModelProto, where) -> list[str]:
     try:
         onnx.checker.check_model(proto)
     except Exception as exc:
-        if not _loads_in_onnxruntime(proto):
+        if not _loads_in_onnxruntime(proto, where if isinstance(where, Path) else None):
             raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
         return [f"{where}: onnx's checker complains, onnxruntime loads it: {_first_line(exc)}"]
     return []
@@ -328,6 +333,8 @@ def _text(value) -> str:
 def _tensor_value(tensor: onnx.TensorProto, what: str) -> np.ndarray:
     """A stored tensor's array; one whose data does not fill its dims is bad input, not a crash."""
     try:
+        if external_data_helper.uses_external_data(tensor):
+            return read_external(tensor)
         return numpy_helper.to_array(tensor)
     except Exception as exc:
         raise ConversionError(f"{what}: its data does not match its dims {list(tensor.dims)} and type "
