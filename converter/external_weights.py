@@ -3,10 +3,10 @@
 onnx.load with its external data puts every weight in the proto, and the loader's proto steps
 (checker, opset upgrade, shape inference, the copies between them) would each hold or serialize
 all of it again; past 2 GB protobuf refuses. When a model's external data is large, the proto
-keeps only the references (their locations made absolute, after the loader checked that they lie
-inside the model's folder), every proto step runs on the weightless proto, and each initializer
-is read from its file straight into its numpy array when the Graph is built: the weights are in
-memory once.
+keeps only the references (the loader has checked that they lie inside the model's folder, which
+the proto's metadata records), every proto step runs on the weightless proto, and each
+initializer is read from its file straight into its numpy array when the Graph is built: the
+weights are in memory once.
 """
 from __future__ import annotations
 
@@ -28,22 +28,26 @@ def external_bytes(proto: onnx.ModelProto) -> int:
                if external_data_helper.uses_external_data(t))
 
 
+FOLDER_KEY = "onnx2ncnn.external_data_folder"
+
+
 def keep_external(proto: onnx.ModelProto, folder: Path) -> None:
-    """In place: external locations become absolute paths, the data stays in its files."""
-    for tensor in external_data_helper._get_all_tensors(proto):
-        if external_data_helper.uses_external_data(tensor):
-            for entry in tensor.external_data:
-                if entry.key == "location":
-                    entry.value = str((folder / entry.value).resolve())
+    """In place: the data stays in its files, the proto's metadata says where they are."""
+    proto.metadata_props.append(onnx.StringStringEntryProto(key=FOLDER_KEY, value=str(folder)))
+
+
+def external_folder(proto: onnx.ModelProto) -> Path | None:
+    return next((Path(e.value) for e in proto.metadata_props if e.key == FOLDER_KEY), None)
 
 
 def is_lazy(proto: onnx.ModelProto) -> bool:
     return any(external_data_helper.uses_external_data(t) for t in proto.graph.initializer)
 
 
-def read_external(tensor: onnx.TensorProto) -> np.ndarray:
+def read_external(tensor: onnx.TensorProto, folder: Path) -> np.ndarray:
     """The array of an initializer whose data keep_external left in its file."""
     fields = _fields(tensor)
+    fields["location"] = str(folder / fields["location"])
     dtype = helper.tensor_dtype_to_np_dtype(tensor.data_type)
     count = int(np.prod(tensor.dims, dtype=np.int64))
     offset = int(fields.get("offset", 0) or 0)

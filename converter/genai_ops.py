@@ -13,6 +13,8 @@ from the blobs' extents; the lowering does not read them (a padded mask is not h
 """
 from __future__ import annotations
 
+import re
+
 import onnx
 from onnx import helper
 
@@ -32,6 +34,13 @@ def is_genai_op(node: onnx.NodeProto) -> bool:
     if node.domain == MS_DOMAIN:
         return node.op_type in MS_OPS
     return node.domain in ("", "ai.onnx") and node.op_type in ONNX_DOMAIN_OPS
+
+
+def known_op_complaint(message: str) -> bool:
+    """onnx's checker refusing only an op of the onnx domain that onnxruntime registers and the
+    converter lowers (SimplifiedLayerNormalization)."""
+    found = re.search(r"No Op registered for (\w+) with domain_version", message)
+    return found is not None and found.group(1) in ONNX_DOMAIN_OPS
 
 
 def _attrs(node: onnx.NodeProto) -> dict:

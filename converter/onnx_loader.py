@@ -17,8 +17,8 @@ from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
 from .legacy_broadcast import rewrite_legacy_broadcast
 from .legacy_resize import restore_legacy_resize
-from .external_weights import LARGE, external_bytes, is_lazy, keep_external, read_external
-from .genai_ops import detach_sequence_lengths, drop_empty_pasts, infer_with_genai_ops, is_genai_op
+from .external_weights import LARGE, external_bytes, external_folder, is_lazy, keep_external, read_external
+from .genai_ops import detach_sequence_lengths, known_op_complaint, drop_empty_pasts, infer_with_genai_ops, is_genai_op
 from .qoperator_shapes import infer_with_qoperators, is_qoperator
 
 MAX_INPUT_BYTES = 2**31   # a declared input larger than this is a broken model, refused before allocating
@@ -209,6 +209,8 @@ def _check(proto: onnx.ModelProto, where) -> list[str]:
     try:
         onnx.checker.check_model(proto)
     except Exception as exc:
+        if is_lazy(proto) and known_op_complaint(str(exc)):    # a large model: not loaded twice for this
+            return [f"{where}: onnx's checker complains: {_first_line(exc)}"]
         if not _loads_in_onnxruntime(proto, where if isinstance(where, Path) else None):
             raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
         return [f"{where}: onnx's checker complains, onnxruntime loads it: {_first_line(exc)}"]
@@ -330,11 +332,11 @@ def _text(value) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
 
 
-def _tensor_value(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+def _tensor_value(tensor: onnx.TensorProto, what: str, folder: Path | None = None) -> np.ndarray:
     """A stored tensor's array; one whose data does not fill its dims is bad input, not a crash."""
     try:
-        if external_data_helper.uses_external_data(tensor):
-            return read_external(tensor)
+        if folder is not None and external_data_helper.uses_external_data(tensor):
+            return read_external(tensor, folder)
         return numpy_helper.to_array(tensor)
     except Exception as exc:
         raise ConversionError(f"{what}: its data does not match its dims {list(tensor.dims)} and type "
@@ -354,8 +356,9 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
         raise ConversionError(f"unsupported custom-domain ops: {', '.join(ops)}")
     for vi in [*g.input, *g.value_info, *g.output]:
         graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type, _text(vi.name))))
+    folder = external_folder(proto)
     for init in g.initializer:
-        value = _tensor_value(init, f"initializer '{_text(init.name)}'")
+        value = _tensor_value(init, f"initializer '{_text(init.name)}'", folder)
         graph.add_tensor(Tensor(_text(init.name), tuple(value.shape), value.dtype, value))
     initializers = {_text(t.name) for t in g.initializer}
     graph.inputs = [_text(i.name) for i in g.input if _text(i.name) not in initializers]
