@@ -82,7 +82,7 @@ def bench(path: Path, work: Path, past: int, prompt: int, rounds: int) -> dict:
     pasts = [i.name for i in onnx.load(path, load_external_data=False).graph.input if i.name.startswith("past")]
     work.mkdir(parents=True, exist_ok=True)
     io_dec, secs_dec, peak_dec = convert(path, work / f"{path.stem}_decode", {})
-    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {p: [1, groups, 0, dim] for p in pasts})
+    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {pasts[0]: [1, groups, 0, dim]})
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])

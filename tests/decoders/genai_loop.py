@@ -33,7 +33,8 @@ class Pair:
         groups, dim = head_config(path)
         self.pasts = past_names(path)
         self.decode = converter.convert(str(path))
-        self.prompt = converter.convert(str(path), input_shapes={p: [1, groups, 0, dim] for p in self.pasts})
+        # one past given an empty sequence makes the prompt file: every past is dropped
+        self.prompt = converter.convert(str(path), input_shapes={self.pasts[0]: [1, groups, 0, dim]})
         self.files = {}
         for tag, model in (("prompt", self.prompt), ("decode", self.decode)):
             param, bin_ = folder / f"{tag}.ncnn.param", folder / f"{tag}.ncnn.bin"
