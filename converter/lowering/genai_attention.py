@@ -6,7 +6,8 @@ tensor when key and value are absent), the past key/value [1, G, P, D], and give
 output [1, S, H * D] and the present key/value [1, G, P + S, D]. With do_rotary its positions are
 P .. P + S - 1 (batch 1, a mask of ones: what onnxruntime-genai feeds), rotated with the rows of
 cos_cache/sin_cache [max positions, R / 2]; R < D rotates the first R of each head (partial).
-Queries attend causally: query i sees keys 0 .. P + i.
+Queries attend causally: query i sees keys 0 .. P + i (with local_window_size w, only the last
+w of them, as onnxruntime computes it).
 
 In ncnn (numpy order, no batch): query/key/value are sliced from the rows (S, width), made
 (heads, S, D) by Reshape + Permute; RotaryEmbed reads the cos/sin rows P .. P + S - 1, cropped at
@@ -72,8 +73,9 @@ def _rotate(graph: Graph, src: Node, x: str, cos: str, sin: str, rotary: int, in
     return out
 
 
-def _causal_mask(graph: Graph, src: Node, key: str, rows: str, layers: list) -> str:
-    """(S, T) zeros where key j <= P + i, MASKED elsewhere; T = key's extent, S = the rows'."""
+def _causal_mask(graph: Graph, src: Node, key: str, rows: str, layers: list, window: int | None) -> str:
+    """(S, T) zeros where key j <= P + i (and, with a window, P + i - j < window), MASKED elsewhere;
+    T = key's extent, S = the rows'."""
     total, seq = Ref(key, 2), Ref(rows, 1)
     one = graph.add_constant(f"{src.name}_one", np.ones(1, np.float32)).name
     renderer = Renderer(graph, one, src)
@@ -94,9 +96,18 @@ def _causal_mask(graph: Graph, src: Node, key: str, rows: str, layers: list) -> 
     diff, clipped, mask = (new_tensor(graph, f"{src.name}_mask_{t}", (None, None), None)
                            for t in ("diff", "clip", "add"))
     layers += [layer(src, graph, "BinaryOp", [flat, column], [diff], {0: BINARY_OPS["sub"]}, suffix="_mask_diff"),
-               layer(src, graph, "Clip", [diff], [clipped], {0: 0.0, 1: 1.0}, suffix="_mask_clip"),
-               layer(src, graph, "BinaryOp", [clipped], [mask], {0: BINARY_OPS["mul"], 1: 1, 2: MASKED},
-                     suffix="_mask")]
+               layer(src, graph, "Clip", [diff], [clipped], {0: 0.0, 1: 1.0}, suffix="_mask_clip")]
+    if window is not None:      # also masked: keys `window` or more before the query (P + i - j >= window)
+        early, early_clipped, both = (new_tensor(graph, f"{src.name}_mask_{t}", (None, None), None)
+                                      for t in ("early", "early_clip", "both"))
+        layers += [layer(src, graph, "BinaryOp", [diff], [early], {0: BINARY_OPS["rsub"], 1: 1, 2: float(1 - window)},
+                         suffix="_mask_early"),
+                   layer(src, graph, "Clip", [early], [early_clipped], {0: 0.0, 1: 1.0}, suffix="_mask_early_clip"),
+                   layer(src, graph, "BinaryOp", [clipped, early_clipped], [both], {0: BINARY_OPS["add"]},
+                         suffix="_mask_both")]
+        clipped = both
+    layers.append(layer(src, graph, "BinaryOp", [clipped], [mask], {0: BINARY_OPS["mul"], 1: 1, 2: MASKED},
+                        suffix="_mask"))
     return mask
 
 
@@ -113,8 +124,8 @@ def group_query_attention(graph: Graph, node: Node) -> list[Node]:
     ins = list(node.inputs) + [""] * 12
     outs = list(node.outputs) + [""] * 3
     heads, groups = int(node.attrs["num_heads"]), int(node.attrs["kv_num_heads"])
-    if node.attrs.get("local_window_size", -1) not in (-1, None):
-        raise fail(node, graph, "a sliding window (local_window_size) is not supported")
+    window = int(node.attrs.get("local_window_size", -1) or -1)
+    window = window if window > 0 else None
     if float(node.attrs.get("softcap", 0.0) or 0.0) != 0.0:
         raise fail(node, graph, "softcap is not supported: ncnn's SDPA has no score cap")
     for slot, what in ((9, "position_ids"), (10, "attention_bias"), (11, "head_sink")):
@@ -165,9 +176,10 @@ def group_query_attention(graph: Graph, node: Node) -> list[Node]:
         keys.append(target)
     scale = float(node.attrs.get("scale", 0.0) or 0.0)
     inputs = [q, *keys]
-    one_row = x.ncnn_shape[0] == 1
+    one_row = x.ncnn_shape[0] == 1 and window is None
     if not one_row:
-        inputs.append(_shared(graph, ("mask", has_past), lambda: _causal_mask(graph, node, keys[0], x.name, layers)))
+        inputs.append(_shared(graph, ("mask", has_past, window),
+                              lambda: _causal_mask(graph, node, keys[0], x.name, layers, window)))
     attended = new_tensor(graph, f"{node.name}_attended", (heads, x.ncnn_shape[0], dim), None)
     layers.append(layer(node, graph, "SDPA", inputs, [attended], {5: int(not one_row), 6: scale}, suffix="_sdpa"))
     back = new_tensor(graph, f"{node.name}_rows", (x.ncnn_shape[0], heads, dim), None)
