@@ -18,16 +18,17 @@ import re
 import onnx
 from onnx import helper
 
-from .batch_axis import leading_batch, rule
+from .batch_axis import gather, leading_batch, rule
 
 MS_DOMAIN = "com.microsoft"
 MS_OPS = {"GroupQueryAttention", "RotaryEmbedding", "SkipSimplifiedLayerNormalization", "MatMulNBits",
-          "SimplifiedLayerNormalization"}
+          "SimplifiedLayerNormalization", "GatherBlockQuantized"}
 ONNX_DOMAIN_OPS = {"SimplifiedLayerNormalization"}     # onnxruntime registers it in the onnx domain
 
 
 # the output [batch, S, H*D] and present [batch, G, T, D] keep the query's leading batch
 rule("GroupQueryAttention")(leading_batch)
+rule("GatherBlockQuantized")(gather)      # rows of a constant table: the indices' batch axis
 
 
 def is_genai_op(node: onnx.NodeProto) -> bool:
@@ -47,7 +48,7 @@ def _attrs(node: onnx.NodeProto) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def twin(node: onnx.NodeProto, index: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+def twin(node: onnx.NodeProto, index: int, dims: dict | None = None) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     """Standard nodes (and small initializers) whose outputs have the shapes of `node`'s."""
     stem = f"{node.name or node.op_type}#{index}"
     ins = list(node.input) + [""] * 12
@@ -76,6 +77,12 @@ def twin(node: onnx.NodeProto, index: int) -> tuple[list[onnx.NodeProto], list[o
         return [first, mk("Mul", [f"{stem}/col", zeros], [outs[0]])], inits
     if op == "GroupQueryAttention":
         return _gqa_twin(node, ins, outs, attrs, stem, const), inits
+    if op == "GatherBlockQuantized":  # indices [...] -> [..., K], K = scale columns * block (an embedding)
+        width = (dims or {}).get(ins[2], [0, 0])[-1] * int(attrs.get("block_size", 128))
+        zeros = const("zeros", [0.0] * width, onnx.TensorProto.FLOAT)
+        return [mk("Cast", [ins[1]], [f"{stem}/f"], to=onnx.TensorProto.FLOAT),
+                mk("Unsqueeze", [f"{stem}/f", const("last", [-1])], [f"{stem}/u"]),
+                mk("Mul", [f"{stem}/u", zeros], [outs[0]])], inits
     raise ValueError(op)
 
 
@@ -117,9 +124,10 @@ def infer_with_genai_ops(proto: onnx.ModelProto, infer) -> onnx.ModelProto:
     shell.CopyFrom(proto)
     del shell.graph.node[:]
     inits = []
+    dims = {t.name: list(t.dims) for t in proto.graph.initializer}
     for i, n in enumerate(proto.graph.node):
         if is_genai_op(n):
-            nodes, extra = twin(n, i)
+            nodes, extra = twin(n, i, dims)
             shell.graph.node.extend(nodes)
             inits += extra
         else:

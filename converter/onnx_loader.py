@@ -206,8 +206,8 @@ def _loads_in_onnxruntime(proto: onnx.ModelProto, path: Path | None = None) -> b
 
 def _check(proto: onnx.ModelProto, where) -> list[str]:
     """onnx's checker; a complaint onnxruntime tolerates is a warning, not an error."""
-    try:
-        onnx.checker.check_model(proto)
+    try:        # weights left in their files: checked by path, where the data's locations resolve
+        onnx.checker.check_model(str(where) if is_lazy(proto) and isinstance(where, Path) else proto)
     except Exception as exc:
         if is_lazy(proto) and known_op_complaint(str(exc)):    # a large model: not loaded twice for this
             return [f"{where}: onnx's checker complains: {_first_line(exc)}"]

@@ -28,6 +28,8 @@ MODELS = {
     # arithmetic ncnn's 4-bit block-quantized Gemm does; the builder's CPU default (4) quantizes
     # the activations to int8 per block first
     "qwen2_int4": ("Qwen2Config", {}, "int4", ["accuracy_level=1", "block_size=32"]),
+    # tied embeddings: the builder's int4 embedding is a GatherBlockQuantized on the lm_head's weights
+    "qwen2_int4_tied": ("Qwen2Config", {"tie_word_embeddings": True}, "int4", ["accuracy_level=1"]),
     "llama_fp32": ("LlamaConfig", {"rope_theta": 500000.0}, "fp32", []),
     "llama_int4_b64": ("LlamaConfig", {}, "int4", ["accuracy_level=1", "block_size=64"]),
     "qwen3_fp32": ("Qwen3Config", {"head_dim": 16}, "fp32", []),

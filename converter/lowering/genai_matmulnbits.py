@@ -112,3 +112,35 @@ def _float(graph: Graph, node: Node, q, zeros, scales, block: int, bias) -> list
         layers += LOWERINGS["Add"](graph, Node(f"{node.name}_add_bias", "Add", [mm_out, b], [out], {},
                                                origin=origin))
     return layers
+
+
+@lowers("GatherBlockQuantized")
+def gather_block_quantized(graph: Graph, node: Node) -> list[Node]:
+    """com.microsoft GatherBlockQuantized (the builder's int4 embedding, sharing the tied lm_head's
+    MatMulNBits weights): rows of a 4/8-bit table quantized in blocks along its last axis. ncnn's
+    Embed has no block quantization: the table is dequantized to float32 (with a warning) and
+    gathered by ONNX Gather's lowering (an Embed)."""
+    bits, block = int(node.attrs.get("bits", 4)), int(node.attrs.get("block_size", 128))
+    if int(node.attrs.get("gather_axis", 0)) != 0 or int(node.attrs.get("quantize_axis", 1)) not in (1, -1):
+        raise fail(node, graph, "only a table gathered by rows and quantized along its columns is supported")
+    data = constant(graph, node, 0, "the quantized table")
+    if data.ndim != 2 or data.dtype != np.uint8 or bits not in (4, 8):
+        raise fail(node, graph, f"a {data.ndim}-D {data.dtype} table of {bits}-bit values; only 2-D uint8 "
+                                "packs of 4 or 8 bits are supported")
+    per = 8 // bits
+    q = np.stack([(data >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1)
+    q = q.reshape(data.shape[0], -1).astype(np.float32)
+    scales = constant(graph, node, 2, "scales").astype(np.float32)
+    zp = optional_constant(graph, node, 3, "zero points")
+    if zp is None:
+        zeros = np.float32(1 << (bits - 1))
+    else:
+        zq = np.stack([(zp >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1) if zp.dtype == np.uint8 \
+            else zp[..., None]
+        zeros = zq.reshape(zp.shape[0], -1)[:, :scales.shape[1]].astype(np.float32).repeat(block, axis=1)[:, :q.shape[1]]
+    table = ((q - zeros) * scales.repeat(block, axis=1)[:, :q.shape[1]]).astype(np.float32)
+    graph.warnings.append(f"{node.describe()}: ncnn's Embed has no block quantization; the table is dequantized "
+                          f"to float32 ({table.nbytes / 1e6:.0f} MB)")
+    name = graph.add_constant(f"{node.name}_table", table).name
+    return LOWERINGS["Gather"](graph, Node(f"{node.name}_gather", "Gather", [name, node.inputs[1]], list(node.outputs),
+                                           {"axis": 0}, origin=node.origin or node.name))

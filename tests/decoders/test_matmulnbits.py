@@ -78,3 +78,31 @@ def test_matmulnbits(case, tmp_path):
     real = run_ncnn(tmp_path / "m.param", tmp_path / "m.bin", {entry_in["ncnn"]: to_ncnn(a, entry_in)},
                     [entry_out["ncnn"]], threads=1)[entry_out["ncnn"]]
     np.testing.assert_allclose(to_onnx(real, entry_out), ref, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("zero_points", [False, True])
+def test_gather_block_quantized(zero_points, tmp_path):
+    """The builder's int4 embedding: dequantized rows gathered by an Embed, as onnxruntime gathers."""
+    rng = np.random.default_rng(int(zero_points))
+    vocab, k, block = 40, 64, 32
+    data = rng.integers(0, 256, (vocab, k // 2)).astype(np.uint8)
+    inits = [helper.make_tensor("data", TensorProto.UINT8, data.shape, data.tobytes(), raw=True),
+             helper.make_tensor("scales", TensorProto.FLOAT, [vocab, k // block],
+                                rng.uniform(0.01, 0.1, vocab * k // block).astype(np.float32))]
+    inputs = ["data", "ids", "scales"]
+    if zero_points:
+        zp = rng.integers(0, 256, (vocab, k // block // 2)).astype(np.uint8)
+        inits.append(helper.make_tensor("zp", TensorProto.UINT8, zp.shape, zp.tobytes(), raw=True))
+        inputs.append("zp")
+    node = helper.make_node("GatherBlockQuantized", inputs, ["Y"], domain="com.microsoft", bits=4,
+                            block_size=block, gather_axis=0, quantize_axis=1)
+    graph = helper.make_graph([node], "gbq", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "S"])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, "S", k])], inits)
+    path = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                      helper.make_opsetid("com.microsoft", 1)]), path)
+    ids = np.array([[3, 0, 39, 7]], np.int64)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"ids": ids})[0]
+    model = converter.convert(str(path))
+    assert [n.op for n in model.graph.topological()].count("Embed") == 1
+    np.testing.assert_allclose(model.run({"ids": ids})["Y"], ref, rtol=1e-6, atol=1e-7)
