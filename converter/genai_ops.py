@@ -141,7 +141,30 @@ def infer_with_genai_ops(proto: onnx.ModelProto, infer) -> onnx.ModelProto:
     result.graph.value_info.extend(vi for vi in inferred.graph.value_info if vi.name in own)
     del result.graph.output[:]
     result.graph.output.extend(inferred.graph.output)
+    _fix_head_size(result, inferred)
     return result
+
+
+def _fix_head_size(result: onnx.ModelProto, inferred: onnx.ModelProto) -> None:
+    """The builder declares the past's head size by a name (kv_cache_dim); the query's inferred width
+    gives its number, which the past inputs then declare (examples and checks feed that size)."""
+    widths = {vi.name: vi.type.tensor_type.shape.dim for vi in inferred.graph.value_info}
+    widths.update({vi.name: vi.type.tensor_type.shape.dim for vi in inferred.graph.input})
+    sizes = {}
+    for n in result.graph.node:
+        if n.domain != MS_DOMAIN or n.op_type != "GroupQueryAttention" or len(n.input) < 5:
+            continue
+        attrs = _attrs(n)
+        dims = widths.get(n.input[0])
+        if not dims or len(dims) != 3 or not dims[2].HasField("dim_value"):
+            continue
+        heads = attrs["num_heads"] + (0 if len(n.input) > 1 and n.input[1] else 2 * attrs["kv_num_heads"])
+        sizes.update({name: dims[2].dim_value // heads for name in n.input[3:5] if name})
+    for vi in result.graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name in sizes and len(dims) == 4 and not dims[3].HasField("dim_value"):
+            dims[3].Clear()
+            dims[3].dim_value = sizes[vi.name]
 
 
 def detach_sequence_lengths(proto: onnx.ModelProto) -> None:
