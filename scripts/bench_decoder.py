@@ -4,7 +4,7 @@ alternating rounds; prints per-token decode time, prompt time and the ratios.
 
     /work/zoo-venv/bin/python scripts/export_genai.py --big qwen2.5-0.5b -o /tmp/big
     .venv/bin/python scripts/bench_decoder.py /tmp/big/qwen2.5-0.5b_fp32.onnx /tmp/big/qwen2.5-0.5b_int4.onnx \
-        [--past 128] [--prompt 32] [--rounds 5] [--work /tmp/bench]
+        [--past 128] [--prompt 32] [--rounds 5] [--work /tmp/bench] [--reuse]
 
 Each model is first converted in a child process (a prompt file with the past removed, a decode
 file with a run-time past) whose peak resident memory is reported against the model's weight bytes.
@@ -37,15 +37,20 @@ def weight_bytes(path: Path) -> int:
     return data.stat().st_size if data.exists() else path.stat().st_size
 
 
-def convert(path: Path, out: Path, shapes: dict) -> tuple[dict, float, float]:
-    """(io record, seconds, peak resident MB) of one conversion in a child process."""
+def convert(path: Path, out: Path, shapes: dict, reuse: bool = False) -> tuple[dict, float, float]:
+    """(io record, seconds, peak resident MB) of one conversion in a child process; with `reuse`,
+    the files of an earlier run (no conversion, nothing measured)."""
+    record = out.with_name(out.name + ".io.json")
+    if reuse and record.exists():
+        return json.loads(record.read_text()), 0.0, float("nan")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", CONVERT, str(path), str(out), json.dumps(shapes)],
                           capture_output=True, text=True, cwd=ROOT)
     if done.returncode:
         sys.exit(f"conversion of {path} failed: {done.stderr.strip().splitlines()[-1:]}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024   # the largest child so far
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.perf_counter() - start, peak
+    record.write_text(done.stdout.strip().splitlines()[-1])
+    return json.loads(record.read_text()), time.perf_counter() - start, peak
 
 
 class NcnnDecoder:
@@ -74,15 +79,15 @@ class NcnnDecoder:
         return time.perf_counter() - start
 
 
-def bench(path: Path, work: Path, past: int, prompt: int, rounds: int) -> dict:
+def bench(path: Path, work: Path, past: int, prompt: int, rounds: int, reuse: bool = False) -> dict:
     import onnx
     import onnxruntime as ort
     cfg = json.loads(path.with_name(path.name.replace(".onnx", ".genai_config.json")).read_text())["model"]
     groups, dim = cfg["decoder"]["num_key_value_heads"], cfg["decoder"]["head_size"]
     pasts = [i.name for i in onnx.load(path, load_external_data=False).graph.input if i.name.startswith("past")]
     work.mkdir(parents=True, exist_ok=True)
-    io_dec, secs_dec, peak_dec = convert(path, work / f"{path.stem}_decode", {})
-    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {pasts[0]: [1, groups, 0, dim]})
+    io_dec, secs_dec, peak_dec = convert(path, work / f"{path.stem}_decode", {}, reuse)
+    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {pasts[0]: [1, groups, 0, dim]}, reuse)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
@@ -123,6 +128,7 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_decoder"))
+    ap.add_argument("--reuse", action="store_true", help="time the files an earlier run converted")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     print(f"1 thread; decode: 1 token on a past of {args.past}; prompt: {args.prompt} tokens; "
@@ -130,7 +136,7 @@ def main() -> None:
     print(f"{'model':28} {'ort dec':>8} {'ncnn dec':>8} {'ratio':>6} {'ort pre':>8} {'ncnn pre':>8} {'ratio':>6} "
           f"{'weights MB':>10} {'conv peak MB':>12} {'peak/w':>6}")
     for path in args.models:
-        r = bench(path, args.work, args.past, args.prompt, args.rounds)
+        r = bench(path, args.work, args.past, args.prompt, args.rounds, args.reuse)
         print(f"{path.stem:28} {r['ort_decode']:8.1f} {r['ncnn_decode']:8.1f} {r['ncnn_decode'] / r['ort_decode']:6.2f} "
               f"{r['ort_prompt']:8.1f} {r['ncnn_prompt']:8.1f} {r['ncnn_prompt'] / r['ort_prompt']:6.2f} "
               f"{r['weights_mb']:10.0f} {r['peak_mb']:12.0f} {r['peak_mb'] / r['weights_mb']:6.2f}", flush=True)

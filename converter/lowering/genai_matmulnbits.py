@@ -51,6 +51,28 @@ def unpacked(node: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return q, zeros, scales
 
 
+def _same_packing(graph: Graph, node: Node) -> list[Node] | None:
+    """The common case without unpacking (a 0.5B model's lm_head would take GBs of temporaries):
+    4-bit, zero points the default 8, whole blocks of 32/64/128, no g_idx, a 2-D input. ONNX and
+    ncnn then pack alike (low nibble first, rows of K); q - 8 flips each nibble's top bit."""
+    k, n, bits, block = (int(node.attrs[a]) for a in ("K", "N", "bits", "block_size"))
+    a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    extra = [i for i in node.inputs[3:5] if i]
+    if bits != 4 or block not in (32, 64, 128) or k % block or extra or len(a.ncnn_shape) != 2:
+        return None
+    raw = constant(graph, node, 1, "the quantized weight B")
+    scales = constant(graph, node, 2, "scales").astype(np.float32).reshape(n, k // block)
+    bias = optional_constant(graph, node, 5, "bias")
+    signed = (np.asarray(raw, np.uint8).reshape(n, k // 2) ^ np.uint8(0x88)).view(np.int8)
+    params = {2: 0, 3: 1, 4: 0, 5: 1, 6: int(bias is not None), 7: 0, 8: n, 9: k,
+              10: 4 if bias is not None else 0, 18: quantize_term(4, block)}
+    weights = [np.zeros(1, np.float32)] + ([bias.astype(np.float32)] if bias is not None else []) + \
+        [(np.float32(1) / scales).astype(np.float32)]
+    gemm = layer(node, graph, "Gemm", [a.name], [out.name], params, weights=weights)
+    gemm.weights[0] = signed
+    return [gemm]
+
+
 def _ncnn_form(q, zeros, bits: int, block: int):
     """(ncnn bits, ncnn block, block repeat) where ncnn's Gemm computes the same, else None."""
     if bits != 4 or not np.array_equal(zeros, np.round(zeros)):
@@ -70,6 +92,9 @@ def matmul_nbits(graph: Graph, node: Node) -> list[Node]:
     a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if a.shape is None or a.shape[-1] != k:
         raise fail(node, graph, f"input '{a.name}' of shape {a.shape} does not end in K={k}")
+    fast = _same_packing(graph, node)
+    if fast is not None:
+        return fast
     q, zeros, scales = unpacked(node, graph)
     g_idx = optional_constant(graph, node, 4, "g_idx")
     bias = optional_constant(graph, node, 5, "bias")
@@ -128,17 +153,22 @@ def gather_block_quantized(graph: Graph, node: Node) -> list[Node]:
         raise fail(node, graph, f"a {data.ndim}-D {data.dtype} table of {bits}-bit values; only 2-D uint8 "
                                 "packs of 4 or 8 bits are supported")
     per = 8 // bits
-    q = np.stack([(data >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1)
-    q = q.reshape(data.shape[0], -1).astype(np.float32)
     scales = constant(graph, node, 2, "scales").astype(np.float32)
     zp = optional_constant(graph, node, 3, "zero points")
-    if zp is None:
-        zeros = np.float32(1 << (bits - 1))
-    else:
-        zq = np.stack([(zp >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1) if zp.dtype == np.uint8 \
-            else zp[..., None]
-        zeros = zq.reshape(zp.shape[0], -1)[:, :scales.shape[1]].astype(np.float32).repeat(block, axis=1)[:, :q.shape[1]]
-    table = ((q - zeros) * scales.repeat(block, axis=1)[:, :q.shape[1]]).astype(np.float32)
+    rows, width = data.shape[0], data.shape[1] * per
+    table = np.empty((rows, width), np.float32)
+    for r in range(0, rows, 4096):      # in slices of rows: a 150k-word table's temporaries stay small
+        part = data[r:r + 4096]
+        q = np.stack([(part >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1)
+        q = q.reshape(part.shape[0], -1).astype(np.float32)
+        if zp is None:
+            zeros = np.float32(1 << (bits - 1))
+        else:
+            z = zp[r:r + 4096]
+            zq = np.stack([(z >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1) \
+                if zp.dtype == np.uint8 else z[..., None]
+            zeros = zq.reshape(z.shape[0], -1)[:, :scales.shape[1]].astype(np.float32).repeat(block, axis=1)[:, :width]
+        table[r:r + 4096] = (q - zeros) * scales[r:r + 4096].repeat(block, axis=1)[:, :width]
     graph.warnings.append(f"{node.describe()}: ncnn's Embed has no block quantization; the table is dequantized "
                           f"to float32 ({table.nbytes / 1e6:.0f} MB)")
     name = graph.add_constant(f"{node.name}_table", table).name
