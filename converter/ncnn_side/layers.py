@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from converter.ncnn_side.gemm_block_quant import block_scale_count, input_scaled_b, packed_b, packed_k_bytes
+
 INT, FLOAT, INTS, FLOATS, STR = "int", "float", "ints", "floats", "str"
 FP16_FLAG = 0x01306B47
 INT8_FLAG = 0x000D4B38      # a flagged weight stored as int8 (modelbin.cpp)
@@ -31,6 +33,7 @@ class WeightSpec:
     # of the params where a param chooses (MemoryData's load_type)
     flagged: bool | Callable[["Params"], bool] = False
     present: Callable[["Params"], bool] = lambda p: True
+    raw: str = "<f4"        # an untagged buffer's type ("i1": Gemm's packed block-quantized B)
 
     def tagged(self, params: "Params") -> bool:
         return self.flagged(params) if callable(self.flagged) else self.flagged
@@ -201,20 +204,21 @@ layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
       (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))
 layer("Reduction", (0, "operation", INT, 0), (1, "reduce_all", INT, 1), (2, "coeff", FLOAT, 1.0),
       (3, "axes", INTS, ()), (4, "keepdims", INT, 0), (5, "fixbug0", INT, 0))
-layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0),
-      (3, "transB", INT, 0), (4, "constantA", INT, 0), (5, "constantB", INT, 0),
-      (6, "constantC", INT, 0), (7, "constantM", INT, 0), (8, "constantN", INT, 0),
-      (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
+# 18=quantize_term 4xx/6xx/8xx: weight-only block-quantized B (converter/ncnn_side/gemm_block_quant.py)
+layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0), (3, "transB", INT, 0),
+      (4, "constantA", INT, 0), (5, "constantB", INT, 0), (6, "constantC", INT, 0), (7, "constantM", INT, 0),
+      (8, "constantN", INT, 0), (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
       (11, "output_N1M", INT, 0), (12, "output_elempack", INT, 0), (13, "output_elemtype", INT, 0),
-      (14, "output_transpose", INT, 0),
-      weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True,
-                          present=lambda p: bool(p.constantA)),
+      (14, "output_transpose", INT, 0), (18, "quantize_term", INT, 0),
+      weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True, present=lambda p: bool(p.constantA)),
                WeightSpec("B", _numel("constantN", "constantK"), flagged=True,
-                          present=lambda p: bool(p.constantB)),
-               WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM,
-                                          3: p.constantM * p.constantN,
+                          present=lambda p: bool(p.constantB) and not packed_b(p)),
+               WeightSpec("B_packed", lambda p: packed_k_bytes(p) * p.constantN, raw="i1", present=packed_b),
+               WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM, 3: p.constantM * p.constantN,
                                           4: p.constantN}[p.constant_broadcast_type_C],
-                          flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1)))
+                          flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1),
+               WeightSpec("B_quantize_scales", block_scale_count, present=packed_b),
+               WeightSpec("B_input_scales", _numel("constantK"), present=input_scaled_b)))
 
 # Recurrent layers (lstm.cpp, gru.cpp, rnn.cpp): every buffer is read with a type tag, one
 # block per direction; gates in ncnn's order (LSTM I F O G, GRU R U N)
@@ -279,6 +283,7 @@ layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
 
+layer("RotaryEmbed", (0, "interleaved", INT, 0))     # rotaryembed.cpp (genai helper; merge with llm's)
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
 # writes one row of num_output floats per word: [words] -> [num_output, words]

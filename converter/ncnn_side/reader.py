@@ -274,7 +274,7 @@ def _read_weights(records: list[LayerRecord], data: bytes, bin_source: str,
                 raise NcnnFormatError(f"{param_source}:{record.line}: layer {record.name!r}: "
                                       f"weight {w.name} has a negative size {count}")
             what = f"weight {w.name!r} ({count} values)"
-            dtype = "<f4"
+            dtype = w.raw
             if w.tagged(resolved):
                 tag = int.from_bytes(take(4, f"the type tag of {what}", record), "little")
                 if tag == FP16_FLAG:

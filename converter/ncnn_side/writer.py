@@ -114,7 +114,8 @@ def weight_chunks(node: Node, fp16: bool = False):
     params = SPECS[node.op].resolve(node.params)
     for spec, data in zip(layout, node.weights):
         tagged = spec.tagged(params)
-        int8 = tagged and np.asarray(data).dtype == np.int8       # quantized weights stay int8
+        # quantized weights stay int8; an untagged "i1" buffer is raw bytes (Gemm's packed B)
+        int8 = (tagged and np.asarray(data).dtype == np.int8) or spec.raw == "i1"
         flat = np.ascontiguousarray(data, dtype=np.int8 if int8 else "<f4").ravel()
         if flat.size != spec.count(params):
             raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")

@@ -13,6 +13,10 @@ from onnx import external_data_helper, numpy_helper, shape_inference, version_co
 from converter.ir import ConversionError, Graph, Node, Tensor
 from converter.onnx_side.contrib_qdq import standardize_contrib_qdq
 from converter.onnx_side.defaults import fill_defaults
+from converter.onnx_side.external_weights import (LARGE, external_bytes, external_folder, is_lazy, keep_external,
+                                                  read_external)
+from converter.onnx_side.genai_ops import (detach_sequence_lengths, drop_empty_pasts, infer_with_genai_ops, is_genai_op,
+                                           known_op_complaint)
 from converter.onnx_side.legacy_broadcast import rewrite_legacy_broadcast
 from converter.onnx_side.legacy_resize import restore_legacy_resize
 from converter.onnx_side.qoperator_shapes import infer_with_qoperators, is_qoperator
@@ -49,6 +53,9 @@ def read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
             raise ConversionError(
                 f"cannot read model {path}: external data '{location}' of tensor '{tensor.name}' "
                 f"must be a file inside {folder}")
+    if external_bytes(proto) >= LARGE:          # weights read into the Graph only (external_weights.py)
+        keep_external(proto, folder)
+        return proto, path
     try:
         external_data_helper.load_external_data_for_model(proto, str(folder))
     except Exception as exc:
@@ -187,12 +194,13 @@ def _dtype_of(type_proto: onnx.TypeProto, name: str = "") -> np.dtype:
         raise ConversionError(f"tensor '{name}' has an unknown element type {elem}") from None
 
 
-def _loads_in_onnxruntime(proto: onnx.ModelProto) -> bool:
+def _loads_in_onnxruntime(proto: onnx.ModelProto, path: Path | None = None) -> bool:
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.log_severity_level = 4
-    try:
-        ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    try:       # weights left in their files (external_weights.py): onnxruntime reads the model's own path
+        source = str(path) if path is not None and is_lazy(proto) else proto.SerializeToString()
+        ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     except Exception:
         return False
     return True
@@ -200,10 +208,12 @@ def _loads_in_onnxruntime(proto: onnx.ModelProto) -> bool:
 
 def _check(proto: onnx.ModelProto, where) -> list[str]:
     """onnx's checker; a complaint onnxruntime tolerates is a warning, not an error."""
-    try:
-        onnx.checker.check_model(proto)
+    try:        # weights left in their files: checked by path, where the data's locations resolve
+        onnx.checker.check_model(str(where) if is_lazy(proto) and isinstance(where, Path) else proto)
     except Exception as exc:
-        if not _loads_in_onnxruntime(proto):
+        if is_lazy(proto) and known_op_complaint(str(exc)):    # a large model: not loaded twice for this
+            return [f"{where}: onnx's checker complains: {_first_line(exc)}"]
+        if not _loads_in_onnxruntime(proto, where if isinstance(where, Path) else None):
             raise ConversionError(f"{where} is not a valid ONNX model: {_first_line(exc)}")
         return [f"{where}: onnx's checker complains, onnxruntime loads it: {_first_line(exc)}"]
     return []
@@ -281,14 +291,15 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
     standardize_contrib_qdq(proto)
+    detach_sequence_lengths(proto)
     _apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
-    overridden = _apply_input_shapes(proto, input_shapes or {})
+    overridden = _apply_input_shapes(proto, drop_empty_pasts(proto, input_shapes or {}))
     if warnings is not None:
         warnings.extend(overridden)
     try:
-        proto = infer_with_qoperators(
-            proto, lambda p: shape_inference.infer_shapes(p, check_type=True, data_prop=True))
+        proto = infer_with_qoperators(proto, lambda p: infer_with_genai_ops(
+            p, lambda q: shape_inference.infer_shapes(q, check_type=True, data_prop=True)))
     except ConversionError:
         raise
     except Exception as exc:
@@ -323,9 +334,11 @@ def _text(value) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
 
 
-def _tensor_value(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+def _tensor_value(tensor: onnx.TensorProto, what: str, folder: Path | None = None) -> np.ndarray:
     """A stored tensor's array; one whose data does not fill its dims is bad input, not a crash."""
     try:
+        if folder is not None and external_data_helper.uses_external_data(tensor):
+            return read_external(tensor, folder)
         return numpy_helper.to_array(tensor)
     except Exception as exc:
         raise ConversionError(f"{what}: its data does not match its dims {list(tensor.dims)} and type "
@@ -337,15 +350,17 @@ def build_graph(proto: onnx.ModelProto) -> Graph:
     graph = Graph(g.name or "graph")
     graph.opset = default_opset(proto)
     # com.microsoft's QOperator ops are expanded by passes/expand_qlinear.py; other custom ops are refused
-    unsupported_domains = {n.domain for n in g.node if n.domain not in ("", "ai.onnx") and not is_qoperator(n)}
+    unsupported_domains = {n.domain for n in g.node if n.domain not in ("", "ai.onnx")
+                           and not is_qoperator(n) and not is_genai_op(n)}
     if unsupported_domains:
         ops = sorted({f"{n.domain}.{n.op_type}" for n in g.node if n.domain in unsupported_domains
-                      and not is_qoperator(n)})
+                      and not is_qoperator(n) and not is_genai_op(n)})
         raise ConversionError(f"unsupported custom-domain ops: {', '.join(ops)}")
     for vi in [*g.input, *g.value_info, *g.output]:
         graph.add_tensor(Tensor(_text(vi.name), _shape_of(vi.type), _dtype_of(vi.type, _text(vi.name))))
+    folder = external_folder(proto)
     for init in g.initializer:
-        value = _tensor_value(init, f"initializer '{_text(init.name)}'")
+        value = _tensor_value(init, f"initializer '{_text(init.name)}'", folder)
         graph.add_tensor(Tensor(_text(init.name), tuple(value.shape), value.dtype, value))
     initializers = {_text(t.name) for t in g.initializer}
     graph.inputs = [_text(i.name) for i in g.input if _text(i.name) not in initializers]

@@ -28,6 +28,8 @@ def _reads_as(graph: Graph, node: Node, slot: int) -> str:
     if node.op in SHAPE_ONLY or (node.op in ("Reshape", "Slice", "Unsqueeze", "Squeeze") and slot > 0) \
             or slot >= len(node.inputs) - len(node.meta.get(REFS, [])):      # named by sizes' terms
         return "shape"
+    if node.op == "GatherBlockQuantized":          # com.microsoft's block-quantized embedding
+        return "index" if slot == 1 else "number"
     if node.op == "Gather":
         if slot == 1 and graph.tensors[node.inputs[0]].is_constant:
             return "index"

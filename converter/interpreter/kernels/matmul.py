@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import int8
+from converter.interpreter import int8
 from ..registry import fail, kernel, shape_str
 from .activation import fused_activation
+from .gemm_block_quant import block_quantized, gemm_block_quantized
 
 F32 = np.float32
 
@@ -73,6 +74,8 @@ def _constant_c(p, data: np.ndarray, m: int, n: int) -> np.ndarray:
 
 @kernel("Gemm")
 def gemm(p, weights, *inputs):
+    if block_quantized(p):
+        return gemm_block_quantized(p, weights, *inputs)
     weights, inputs = list(weights), list(inputs)
     if p.constantA:
         k_m = (p.constantK, p.constantM) if p.transA else (p.constantM, p.constantK)

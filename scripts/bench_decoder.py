@@ -1,0 +1,146 @@
+"""Decoder speed and conversion memory: our files in the real ncnn runtime against onnxruntime on the
+same ONNX model (onnxruntime-genai builder output, scripts/export_genai.py), one thread each,
+alternating rounds; prints per-token decode time, prompt time and the ratios.
+
+    /work/zoo-venv/bin/python scripts/export_genai.py --big qwen2.5-0.5b -o /tmp/big
+    .venv/bin/python scripts/bench_decoder.py /tmp/big/qwen2.5-0.5b_fp32.onnx /tmp/big/qwen2.5-0.5b_int4.onnx \
+        [--past 128] [--prompt 32] [--rounds 5] [--work /tmp/bench] [--reuse]
+
+Each model is first converted in a child process (a prompt file with the past removed, a decode
+file with a run-time past) whose peak resident memory is reported against the model's weight bytes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CONVERT = """
+import sys, json, converter
+path, out, shapes = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+model = converter.convert(path, input_shapes=shapes or None)
+model.save(out + ".ncnn.param", out + ".ncnn.bin")
+print(json.dumps(model.io()))
+"""
+
+
+def weight_bytes(path: Path) -> int:
+    data = path.with_name(path.name + ".data")
+    return data.stat().st_size if data.exists() else path.stat().st_size
+
+
+def convert(path: Path, out: Path, shapes: dict, reuse: bool = False) -> tuple[dict, float, float]:
+    """(io record, seconds, peak resident MB) of one conversion in a child process; with `reuse`,
+    the files of an earlier run (no conversion, nothing measured)."""
+    record = out.with_name(out.name + ".io.json")
+    if reuse and record.exists():
+        return json.loads(record.read_text()), 0.0, float("nan")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CONVERT, str(path), str(out), json.dumps(shapes)],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        sys.exit(f"conversion of {path} failed: {done.stderr.strip().splitlines()[-1:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024   # the largest child so far
+    record.write_text(done.stdout.strip().splitlines()[-1])
+    return json.loads(record.read_text()), time.perf_counter() - start, peak
+
+
+class NcnnDecoder:
+    def __init__(self, stem: Path, io: dict):
+        import ncnn
+        self.net = ncnn.Net()
+        self.net.opt.num_threads = 1
+        self.net.load_param(str(stem) + ".ncnn.param")
+        self.net.load_model(str(stem) + ".ncnn.bin")
+        self.io = io
+        self.ncnn = ncnn
+
+    def run(self, feeds: dict) -> float:
+        from converter.ncnn_side.layout import to_ncnn
+        ins = {e["onnx"]: e for e in self.io["inputs"]}
+        mats = {ins[k]["ncnn"]: self.ncnn.Mat(np.ascontiguousarray(to_ncnn(v, ins[k]))).clone()
+                for k, v in feeds.items() if k in ins}
+        start = time.perf_counter()
+        ex = self.net.create_extractor()
+        for name, mat in mats.items():
+            ex.input(name, mat)
+        for e in self.io["outputs"]:
+            ret, _ = ex.extract(e["ncnn"])
+            if ret:
+                sys.exit(f"ncnn failed extracting {e['ncnn']}")
+        return time.perf_counter() - start
+
+
+def bench(path: Path, work: Path, past: int, prompt: int, rounds: int, reuse: bool = False) -> dict:
+    import onnx
+    import onnxruntime as ort
+    cfg = json.loads(path.with_name(path.name.replace(".onnx", ".genai_config.json")).read_text())["model"]
+    groups, dim = cfg["decoder"]["num_key_value_heads"], cfg["decoder"]["head_size"]
+    pasts = [i.name for i in onnx.load(path, load_external_data=False).graph.input if i.name.startswith("past")]
+    work.mkdir(parents=True, exist_ok=True)
+    io_dec, secs_dec, peak_dec = convert(path, work / f"{path.stem}_decode", {}, reuse)
+    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {pasts[0]: [1, groups, 0, dim]}, reuse)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    dec, pre = NcnnDecoder(work / f"{path.stem}_decode", io_dec), NcnnDecoder(work / f"{path.stem}_prompt", io_pre)
+    rng = np.random.default_rng(0)
+    cache = {p: rng.standard_normal((1, groups, past, dim)).astype(np.float32) for p in pasts}
+    empty = {p: np.zeros((1, groups, 0, dim), np.float32) for p in pasts}
+    vocab = cfg["vocab_size"]
+    one = rng.integers(0, vocab, (1, 1)).astype(np.int64)
+    many = rng.integers(0, vocab, (1, prompt)).astype(np.int64)
+    feeds_dec = {"input_ids": one, "attention_mask": np.ones((1, past + 1), np.int64), **cache}
+    feeds_pre = {"input_ids": many, "attention_mask": np.ones((1, prompt), np.int64), **empty}
+
+    def ort_time(feeds):
+        start = time.perf_counter()
+        sess.run(None, feeds)
+        return time.perf_counter() - start
+
+    def ncnn_feeds(feeds):
+        return {k: (v.astype(np.float32) if k == "attention_mask" else v) for k, v in feeds.items()}
+    times = {k: [] for k in ("ort_decode", "ncnn_decode", "ort_prompt", "ncnn_prompt")}
+    ort_time(feeds_dec), dec.run(ncnn_feeds(feeds_dec))                 # warm-up
+    for _ in range(rounds):                                             # alternating rounds
+        times["ort_decode"].append(ort_time(feeds_dec))
+        times["ncnn_decode"].append(dec.run(ncnn_feeds(feeds_dec)))
+        times["ort_prompt"].append(ort_time(feeds_pre))
+        times["ncnn_prompt"].append(pre.run(ncnn_feeds({k: v for k, v in feeds_pre.items() if k not in pasts})))
+    result = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    result.update(weights_mb=weight_bytes(path) / 1e6, peak_mb=max(peak_dec, peak_pre),
+                  convert_s=secs_dec + secs_pre)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+", type=Path)
+    ap.add_argument("--past", type=int, default=128)
+    ap.add_argument("--prompt", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/bench_decoder"))
+    ap.add_argument("--reuse", action="store_true", help="time the files an earlier run converted")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    print(f"1 thread; decode: 1 token on a past of {args.past}; prompt: {args.prompt} tokens; "
+          f"median of {args.rounds} alternating rounds (ms)")
+    print(f"{'model':28} {'ort dec':>8} {'ncnn dec':>8} {'ratio':>6} {'ort pre':>8} {'ncnn pre':>8} {'ratio':>6} "
+          f"{'weights MB':>10} {'conv peak MB':>12} {'peak/w':>6}")
+    for path in args.models:
+        r = bench(path, args.work, args.past, args.prompt, args.rounds, args.reuse)
+        print(f"{path.stem:28} {r['ort_decode']:8.1f} {r['ncnn_decode']:8.1f} {r['ncnn_decode'] / r['ort_decode']:6.2f} "
+              f"{r['ort_prompt']:8.1f} {r['ncnn_prompt']:8.1f} {r['ncnn_prompt'] / r['ort_prompt']:6.2f} "
+              f"{r['weights_mb']:10.0f} {r['peak_mb']:12.0f} {r['peak_mb'] / r['weights_mb']:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
