@@ -23,7 +23,8 @@ EXPORTED = {"convert_batched_conv1d": "peer_cases/nn_Conv1d_batch.onnx", "fuse_r
             "fold_transpose_chains": "peer_cases/nn_MultiheadAttention.onnx",
             "convert_log_buckets": "zoo/t5_encoder_dyn_dynamo.onnx",
             "insert_wide_matmul_reshapes": "zoo/twins_ts.onnx",
-            "eliminate_empty_concat_inputs": "zoo/phi3_ts.onnx"}
+            "eliminate_empty_concat_inputs": "zoo/phi3_ts.onnx",
+            "fuse_recurrent_cells": "unrolled/rnn_square.onnx"}
 CORPUS = {**{p.name: p for p in sorted(MODELS.glob("*.onnx"))},
           **{path: MODELS / path for path in EXPORTED.values()},
           **{f"hand-built {name}": build for name, build in CASES.items()}}
