@@ -12,6 +12,7 @@ from onnx import numpy_helper
 from passes import run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
+from .bin_size import model_weight_bytes
 from .example_sizes import example_shapes
 from .int_inputs import ncnn_dtype
 from .interpreter import Plan
@@ -144,6 +145,7 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)
+    stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
     stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))

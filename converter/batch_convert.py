@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 
 from .api import NcnnModel, convert, output_paths
+from .bin_size import size_record
 from .fp16 import weight_warnings
 from .harness import harness_script, script_path
 from .ir import ConversionError
@@ -47,9 +48,10 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
         model.save(param, bin_, fp16=fp16, extra={script: text.encode()})
     except OSError as exc:
         raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
+    size, size_warnings = size_record(model.graph, bin_.stat().st_size, model.stats.get("model_weight_bytes"))
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
-            "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
-            "warnings": model.stats.get("warnings", []),
+            "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(), **size,
+            "warnings": model.stats.get("warnings", []) + size_warnings,
             **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}
 
 

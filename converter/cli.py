@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from .bin_size import size_line
 from .api import convert, load_ncnn
 from .batch_convert import Options, run_batch, write_conversion
 from .image_input import ImageSpec, is_image_path, parse_image_spec
@@ -118,6 +119,7 @@ def cmd_convert(args) -> int:
         print(json.dumps(result))
         return EXIT_OK
     print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
+    print(size_line(result))
     if model.stats.get("int8_fallbacks"):     # a quantized model: what runs int8, what runs in float and why
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8")
         for node, why in model.stats["int8_fallbacks"].items():
