@@ -125,7 +125,7 @@ class NcnnModel:
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None) -> NcnnModel:
+            progress: Callable[[str], None] | None = None, share_weights: bool = False) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
@@ -134,6 +134,7 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
+    graph.share_weights = share_weights
     return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
 
 

@@ -63,7 +63,10 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} KB"
 
 
-def largest_cause(graph: Graph, duplicates: list[dict]) -> str:
+def largest_cause(graph: Graph, duplicates: list[dict], batch_repeated: int = 0) -> str:
+    if batch_repeated and (not duplicates or batch_repeated >= duplicates[0]["bytes"]):
+        return (f"weights repeated per sample of a batch merged into channels ({_mb(batch_repeated)}); "
+                f"--share-weights reads a Conv's weight once, sample by sample, at some speed cost")
     if duplicates:
         top = duplicates[0]
         names = ", ".join(top["layers"][:3]) + (", ..." if len(top["layers"]) > 3 else "")
@@ -74,17 +77,20 @@ def largest_cause(graph: Graph, duplicates: list[dict]) -> str:
     return f"the largest layer, {node.op} '{node.origin or node.name}', holds {_mb(held)}"
 
 
-def size_record(graph: Graph, bin_bytes: int, weight_bytes: int | None) -> tuple[dict, list[str]]:
-    """The --json fields and the warnings (one, above RATIO_WARNED) for a written .bin."""
+def size_record(graph: Graph, bin_bytes: int, weight_bytes: int | None,
+                batch_repeated: int = 0) -> tuple[dict, list[str]]:
+    """The --json fields and the warnings (one, above RATIO_WARNED) for a written .bin; `batch_repeated`:
+    the bytes merge_batch_into_channels added repeating constants per sample."""
     duplicates = duplicated_weights(graph)
     record = {"bin_bytes": bin_bytes, "model_weight_bytes": weight_bytes,
-              "duplicated_weight_bytes": sum(d["bytes"] for d in duplicates)}
+              "duplicated_weight_bytes": sum(d["bytes"] for d in duplicates),
+              "batch_repeated_weight_bytes": batch_repeated}
     if duplicates:
         record["duplicated_weights"] = [{k: d[k] for k in ("bytes", "copies", "layers")} for d in duplicates[:5]]
     warnings = []
     if weight_bytes and bin_bytes > RATIO_WARNED * weight_bytes:
         warnings.append(f".bin is {bin_bytes / weight_bytes:.1f}x the model's weights ({_mb(bin_bytes)} for "
-                        f"{_mb(weight_bytes)}); largest cause: {largest_cause(graph, duplicates)}")
+                        f"{_mb(weight_bytes)}); largest cause: {largest_cause(graph, duplicates, batch_repeated)}")
     return record, warnings
 
 
@@ -94,3 +100,9 @@ def size_line(record: dict) -> str:
         return f"  .bin {_mb(record['bin_bytes'])} (the model holds no weights)"
     return (f"  .bin {_mb(record['bin_bytes'])} for {_mb(weights)} of ONNX weights (float32): "
             f"{record['bin_bytes'] / weights:.2f}x")
+
+
+def written_bin_bytes(graph: Graph, fp16: bool = False) -> int:
+    """The size the writer gives the .bin, without writing it."""
+    from .writer import bin_chunks
+    return sum(memoryview(chunk).nbytes for chunk in bin_chunks(graph, fp16))
