@@ -2,7 +2,8 @@
 
 The model's weight bytes are float32-equivalent: every element of its initializers and Constant
 nodes (subgraphs included) counts 4 bytes, whatever its stored type, since the .bin holds float32
-(an fp16 or int8 model is compared with what it would be in float32). Above RATIO_WARNED the
+(an fp16 or int8 model is compared with what it would be in float32); a ConstantOfShape of a
+constant shape counts as the tensor it fills (onnx's light_* models store their weights so). Above RATIO_WARNED the
 warning names the largest cause found in the final layers: one weight written several times
 (identical arrays in several layers: a model's shared weights, per-item copies), else the
 layer holding the most weight bytes.
@@ -14,8 +15,10 @@ from collections import defaultdict
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from .ir import Graph
+from .writer import bin_chunks
 
 RATIO_WARNED = 1.1
 SMALLEST_DUPLICATE = 4096          # bytes: a repeated tiny constant (a 0, an eps) is no cause worth naming
@@ -28,7 +31,12 @@ def model_weight_bytes(proto: onnx.ModelProto) -> int:
 
 def _elements(graph: onnx.GraphProto) -> int:
     total = sum(int(np.prod(t.dims, dtype=np.int64)) for t in graph.initializer)
+    shapes = {t.name: t for t in graph.initializer if t.data_type == onnx.TensorProto.INT64 and len(t.dims) == 1}
+    shapes.update({n.output[0]: a.t for n in graph.node if n.op_type == "Constant" for a in n.attribute
+                   if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == onnx.TensorProto.INT64})
     for node in graph.node:
+        if node.op_type == "ConstantOfShape" and node.input and node.input[0] in shapes:
+            total += int(np.prod(numpy_helper.to_array(shapes[node.input[0]]), dtype=np.int64))
         for attr in node.attribute:
             if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
                 total += int(np.prod(attr.t.dims, dtype=np.int64))
@@ -104,5 +112,4 @@ def size_line(record: dict) -> str:
 
 def written_bin_bytes(graph: Graph, fp16: bool = False) -> int:
     """The size the writer gives the .bin, without writing it."""
-    from .writer import bin_chunks
     return sum(memoryview(chunk).nbytes for chunk in bin_chunks(graph, fp16))
