@@ -11,14 +11,12 @@ ALLOWANCE = 16 * 1024          # bytes: a few folded tables (position grids, mas
 SHARED_ATTENTION = "one block's weights reused by several layers; each MultiHeadAttention holds a copy"
 COMPUTED = "constants computed at conversion from the weights are larger than their sources"
 EXCEPTIONS = {
-    **{name: SHARED_ATTENTION for name in ("albert_ts", "albert_dynamo", "albert_dyn_ts", "albert_dyn_dynamo",
-                                           "rxnmap")},
+    **{name: SHARED_ATTENTION for name in ("albert_ts", "albert_dyn_ts", "rxnmap")},
     **{name: "a 2-D Conv over a batch of 2 merged into channels stores its weights per item"
-       for name in ("cnn_batch2_ts", "cnn_batch2_dynamo", "vit_batch2_ts", "vit_batch2_dynamo")},
+       for name in ("cnn_batch2_ts", "cnn_batch2_dynamo")},
     "detection_heads_ts": "one head's Convs run at every pyramid level; each Convolution holds a copy",
     "sequencer_ts": "an LSTM over a batch of sequences is one ncnn LSTM per sequence, each with the weights",
-    **{name: COMPUTED for name in ("fnet_dynamo", "hf_swin_ts", "mvitv2_ts", "tnt_dynamo", "deberta_v2_ts",
-                                   "deberta_v2_dynamo")},
+    **{name: COMPUTED for name in ("fnet_dynamo", "hf_swin_ts", "tnt_dynamo")},
 }
 
 
