@@ -18,6 +18,7 @@ from converter.ncnn_side.layout import (
     to_ncnn,
     to_onnx,
 )
+from converter.ncnn_side.bin_size import model_weight_bytes
 from converter.ncnn_side.reader import read_ncnn
 from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
 from converter.onnx_side.loader import load_onnx_and_proto
@@ -127,7 +128,7 @@ INT8_MODES = ("exact", "fast")
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None, int8: str = "exact") -> NcnnModel:
+            progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
@@ -141,6 +142,7 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
+    graph.share_weights = share_weights
     return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8)
 
 
@@ -153,6 +155,7 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)
+    stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
     stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))

@@ -21,6 +21,7 @@ from converter.verification.fp16 import weight_warnings
 from converter.verification.harness import harness_script, script_path
 
 from .api import NcnnModel, convert, output_paths
+from converter.ncnn_side.bin_size import size_record
 from .ir import ConversionError
 
 EXIT_OK, EXIT_REFUSED = 0, 2
@@ -34,6 +35,7 @@ class Options:
     input_values: dict[str, list] = field(default_factory=dict)
     pnnx_shapes: dict[str, str] = field(default_factory=dict)
     fp16: bool = False
+    share_weights: bool = False
 
 
 def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
@@ -48,9 +50,11 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
         model.save(param, bin_, fp16=fp16, extra={script: text.encode()})
     except OSError as exc:
         raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
+    size, size_warnings = size_record(model.graph, bin_.stat().st_size, model.stats.get("model_weight_bytes"),
+                                      model.stats.get("batch_repeated_weight_bytes", 0))
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
-            "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
-            "warnings": model.stats.get("warnings", []),
+            "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(), **size,
+            "warnings": model.stats.get("warnings", []) + size_warnings,
             **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks", "int8_mode", "int8_dropped")
                if k in model.stats}}
 
@@ -106,7 +110,7 @@ def convert_one(model_path: str, options: Options) -> dict:
             warnings.simplefilter("ignore")
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
-            converted = convert(proto, shapes, input_values=values)
+            converted = convert(proto, shapes, input_values=values, share_weights=options.share_weights)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
     except ConversionError as exc:

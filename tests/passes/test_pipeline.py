@@ -24,7 +24,8 @@ EXPORTED = {"convert_batched_conv1d": "peer_cases/nn_Conv1d_batch.onnx", "fuse_r
             "convert_log_buckets": "zoo/t5_encoder_dyn_dynamo.onnx",
             "insert_wide_matmul_reshapes": "zoo/twins_ts.onnx",
             "eliminate_empty_concat_inputs": "zoo/phi3_ts.onnx",
-            "resolve_cache_positions": "encdec/whisper_decoder_with_past_ts.onnx"}
+            "resolve_cache_positions": "encdec/whisper_decoder_with_past_ts.onnx",
+            "fuse_recurrent_cells": "unrolled/rnn_square.onnx"}
 CORPUS = {**{p.name: p for p in sorted(MODELS.glob("*.onnx"))},
           **{path: MODELS / path for path in EXPORTED.values()},
           **{f"hand-built {name}": build for name, build in CASES.items()}}

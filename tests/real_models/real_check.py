@@ -12,6 +12,8 @@ from converter.ncnn_side.runtime import run_ncnn
 from onnx_cases import fed_inputs, onnxruntime_outputs, to_ncnn
 from scripts.fetch_models import fetch
 
+from .bin_budget import assert_bin_within_weights
+
 
 def within_tolerance(got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
     """The issue's rule, per output: |ncnn - ort| <= 1e-3 * max|ort| + 1e-3 * |ort|."""
@@ -58,6 +60,7 @@ def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Pat
     path = fetch(name)
     model = redeclared(onnx.load(str(path)), input_shapes or {})
     converted = convert(path, input_shapes=input_shapes)
+    assert_bin_within_weights(name, converted)
     param, bin_ = tmp_path / f"{name}.param", tmp_path / f"{name}.bin"
     converted.save(param, bin_)
     io = converted.io()

@@ -11,6 +11,7 @@ import pytest
 
 from scripts.onnx_judge import Verdict, convert_or_verdict, draw_feeds, judge_converted
 from tests.onnx_cases import MODELS
+from tests.real_models.bin_budget import assert_bin_within_weights
 
 ZOO = MODELS / "zoo"
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
@@ -56,6 +57,7 @@ def test_zoo_model(name):
         assert EXPECTED_REFUSED[name] in converted.detail, converted.detail
         return
     assert not isinstance(converted, Verdict), converted
+    assert_bin_within_weights(name, converted)
     if any("seq" in axes.values() for axes in MANIFEST[name].get("dynamic", {}).values()):
         static = name.replace("_dyn_", "_")         # bert_mask_dyn_ts: bert_mask_ts
         types, fixed = (_layer_counts(c) for c in (converted, convert_or_verdict(onnx.load(str(ZOO / f"{static}.onnx")))))

@@ -1,0 +1,115 @@
+"""The .bin against the model's own weights: what `convert` prints, warns about and records.
+
+The model's weight bytes are float32-equivalent: every element of its initializers and Constant
+nodes (subgraphs included) counts 4 bytes, whatever its stored type, since the .bin holds float32
+(an fp16 or int8 model is compared with what it would be in float32); a ConstantOfShape of a
+constant shape counts as the tensor it fills (onnx's light_* models store their weights so). Above RATIO_WARNED the
+warning names the largest cause found in the final layers: one weight written several times
+(identical arrays in several layers: a model's shared weights, per-item copies), else the
+layer holding the most weight bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from converter.ir import Graph
+from converter.ncnn_side.writer import bin_chunks
+
+RATIO_WARNED = 1.1
+SMALLEST_DUPLICATE = 4096          # bytes: a repeated tiny constant (a 0, an eps) is no cause worth naming
+
+
+def model_weight_bytes(proto: onnx.ModelProto) -> int:
+    """Float32-equivalent bytes of the model's initializers and Constant values, subgraphs included."""
+    return 4 * _elements(proto.graph)
+
+
+def _elements(graph: onnx.GraphProto) -> int:
+    total = sum(int(np.prod(t.dims, dtype=np.int64)) for t in graph.initializer)
+    shapes = {t.name: t for t in graph.initializer if t.data_type == onnx.TensorProto.INT64 and len(t.dims) == 1}
+    shapes.update({n.output[0]: a.t for n in graph.node if n.op_type == "Constant" for a in n.attribute
+                   if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == onnx.TensorProto.INT64})
+    for node in graph.node:
+        if node.op_type == "ConstantOfShape" and node.input and node.input[0] in shapes:
+            total += int(np.prod(numpy_helper.to_array(shapes[node.input[0]]), dtype=np.int64))
+        for attr in node.attribute:
+            if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
+                total += int(np.prod(attr.t.dims, dtype=np.int64))
+            elif node.op_type == "Constant" and attr.type in (onnx.AttributeProto.FLOATS, onnx.AttributeProto.INTS):
+                total += len(attr.floats) + len(attr.ints)
+            elif attr.type == onnx.AttributeProto.GRAPH:
+                total += _elements(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                total += sum(_elements(g) for g in attr.graphs)
+    return total
+
+
+def duplicated_weights(graph: Graph) -> list[dict]:
+    """Weights written more than once (identical arrays in several layers), largest excess first:
+    [{"bytes": excess, "copies": n, "size": bytes of one copy, "layers": [origin names]}]."""
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    sizes: dict[tuple, int] = {}
+    for node in graph.nodes.values():
+        for w in node.weights:
+            w = np.asarray(w)
+            if w.nbytes < SMALLEST_DUPLICATE:
+                continue
+            key = (w.dtype.str, w.size, hashlib.blake2b(np.ascontiguousarray(w).tobytes(), digest_size=16).digest())
+            groups[key].append(node.origin or node.name)
+            sizes[key] = w.nbytes
+    found = [{"bytes": sizes[k] * (len(v) - 1), "copies": len(v), "size": sizes[k], "layers": sorted(set(v))}
+             for k, v in groups.items() if len(v) > 1]
+    return sorted(found, key=lambda d: -d["bytes"])
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} KB"
+
+
+def largest_cause(graph: Graph, duplicates: list[dict], batch_repeated: int = 0) -> str:
+    if batch_repeated and (not duplicates or batch_repeated >= duplicates[0]["bytes"]):
+        return (f"weights repeated per sample of a batch merged into channels ({_mb(batch_repeated)}); "
+                f"--share-weights reads a Conv's weight once, sample by sample, at some speed cost")
+    if duplicates:
+        top = duplicates[0]
+        names = ", ".join(top["layers"][:3]) + (", ..." if len(top["layers"]) > 3 else "")
+        return (f"a {_mb(top['size'])} weight written {top['copies']} times ({_mb(top['bytes'])} repeated; "
+                f"layers from {names})")
+    node = max(graph.nodes.values(), key=lambda n: sum(np.asarray(w).nbytes for w in n.weights))
+    held = sum(np.asarray(w).nbytes for w in node.weights)
+    return f"the largest layer, {node.op} '{node.origin or node.name}', holds {_mb(held)}"
+
+
+def size_record(graph: Graph, bin_bytes: int, weight_bytes: int | None,
+                batch_repeated: int = 0) -> tuple[dict, list[str]]:
+    """The --json fields and the warnings (one, above RATIO_WARNED) for a written .bin; `batch_repeated`:
+    the bytes merge_batch_into_channels added repeating constants per sample."""
+    duplicates = duplicated_weights(graph)
+    record = {"bin_bytes": bin_bytes, "model_weight_bytes": weight_bytes,
+              "duplicated_weight_bytes": sum(d["bytes"] for d in duplicates),
+              "batch_repeated_weight_bytes": batch_repeated}
+    if duplicates:
+        record["duplicated_weights"] = [{k: d[k] for k in ("bytes", "copies", "layers")} for d in duplicates[:5]]
+    warnings = []
+    if weight_bytes and bin_bytes > RATIO_WARNED * weight_bytes:
+        warnings.append(f".bin is {bin_bytes / weight_bytes:.1f}x the model's weights ({_mb(bin_bytes)} for "
+                        f"{_mb(weight_bytes)}); largest cause: {largest_cause(graph, duplicates, batch_repeated)}")
+    return record, warnings
+
+
+def size_line(record: dict) -> str:
+    weights = record.get("model_weight_bytes")
+    if not weights:
+        return f"  .bin {_mb(record['bin_bytes'])} (the model holds no weights)"
+    return (f"  .bin {_mb(record['bin_bytes'])} for {_mb(weights)} of ONNX weights (float32): "
+            f"{record['bin_bytes'] / weights:.2f}x")
+
+
+def written_bin_bytes(graph: Graph, fp16: bool = False) -> int:
+    """The size the writer gives the .bin, without writing it."""
+    return sum(memoryview(chunk).nbytes for chunk in bin_chunks(graph, fp16))
