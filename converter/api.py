@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 from onnx import numpy_helper
 
-from passes import run_pipeline
+from passes import PIPELINE, run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .example_sizes import example_shapes
@@ -25,7 +25,10 @@ from .layout import (
     to_ncnn,
     to_onnx,
 )
+from .ncnn_releases import NEWEST
 from .onnx_loader import load_onnx_and_proto
+from .release_sizes import NeedsFixedSizes, fit_release
+from .release_target import skipped_passes
 from .reader import read_ncnn
 from .writer import NcnnNames, ncnn_names, save
 
@@ -65,8 +68,9 @@ class NcnnModel:
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
                     "batch_axis": batch_axis, "dtype": ncnn_dtype(self.graph, name)}
+        release = {"ncnn_min_version": self.stats["ncnn_min_version"]} if "ncnn_min_version" in self.stats else {}
         return {"inputs": [entry(n) for n in self.graph.inputs],
-                "outputs": [entry(n) for n in self.graph.outputs]}
+                "outputs": [entry(n) for n in self.graph.outputs], **release}
 
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
              extra: dict | None = None) -> None:
@@ -124,25 +128,36 @@ class NcnnModel:
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None) -> NcnnModel:
+            progress: Callable[[str], None] | None = None, target_ncnn: int | None = None) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting.
-    `progress(stage)` is told each stage (loading, each pass) as it starts."""
+    `progress(stage)` is told each stage (loading, each pass) as it starts. `target_ncnn` (a release
+    date, default the newest known) writes only what that ncnn release reads (converter/release_target.py)."""
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
-    return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
+    try:
+        return convert_prepared(graph, proto, broadcast_fix, input_values, progress, target_ncnn)
+    except NeedsFixedSizes as fixed:        # a release without shape expressions: files at one size
+        graph, proto = load_onnx_and_proto(model, fixed.shapes(input_shapes), input_values)
+        converted = convert_prepared(graph, proto, broadcast_fix, input_values, progress, target_ncnn)
+        converted.stats.setdefault("warnings", []).append(fixed.warning())
+        return converted
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
                      input_values: dict[str, object] | None = None,
-                     progress: Callable[[str], None] | None = None) -> NcnnModel:
+                     progress: Callable[[str], None] | None = None, target_ncnn: int | None = None) -> NcnnModel:
     """The conversion of a model already prepared (onnx_loader.prepare_model) and built into `graph`:
     verify prepares once and hands the same proto to onnxruntime."""
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
-    stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
+    skip = set() if broadcast_fix else {fix_broadcast}
+    skip |= {p for p in PIPELINE if p.__name__ in skipped_passes(target_ncnn or NEWEST)}
+    graph.ncnn_target = target_ncnn
+    stats = run_pipeline(graph, skip=skip, progress=progress)
+    stats.update(fit_release(graph, target_ncnn, examples))
     stats["warnings"] = list(graph.warnings)
     stats["example_shapes"], stats["example_notes"] = examples
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)

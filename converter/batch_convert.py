@@ -33,6 +33,7 @@ class Options:
     input_values: dict[str, list] = field(default_factory=dict)
     pnnx_shapes: dict[str, str] = field(default_factory=dict)
     fp16: bool = False
+    target_ncnn: int | None = None      # --target-ncnn: the ncnn release the files are for
 
 
 def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
@@ -104,7 +105,7 @@ def convert_one(model_path: str, options: Options) -> dict:
             warnings.simplefilter("ignore")
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
-            converted = convert(proto, shapes, input_values=values)
+            converted = convert(proto, shapes, input_values=values, target_ncnn=options.target_ncnn)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
     except ConversionError as exc:

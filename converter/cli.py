@@ -18,6 +18,7 @@ from .batch_convert import Options, run_batch, write_conversion
 from .image_input import ImageSpec, is_image_path, parse_image_spec
 from .interpreter import InterpreterError
 from .ir import ConversionError
+from .ncnn_releases import NEWEST, OLDEST, parse_release
 from .layout import LAYOUTS, LayoutError, to_ncnn
 from .onnx_loader import read_model
 from .pnnx_args import pnnx_input_shapes, split_pnnx_args
@@ -96,13 +97,13 @@ def onnx_dtype(value_info) -> np.dtype:
 def cmd_convert(args) -> int:
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
-                          _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16)
+                          _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16, args.target_ncnn)
         return run_batch(args.model, options, args.jobs, args.json, _shows_progress(args))
     args.model = args.model[0]
     progress = Progress(label="convert") if _shows_progress(args) else None
     try:
         model = convert(args.model, _input_shapes(args), input_values=_input_values(args.input_value),
-                        progress=progress)
+                        progress=progress, target_ncnn=args.target_ncnn)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16)
@@ -204,7 +205,7 @@ def cmd_verify(args) -> int:
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                         broadcast_fix=not args.no_broadcast_fix, progress=progress,
                         input_values=_input_values(args.input_value), layout=args.layout,
-                        precision=args.precision)
+                        precision=args.precision, target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -281,6 +282,23 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+def _release(text: str) -> int:
+    try:
+        release = parse_release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not OLDEST <= release:
+        raise argparse.ArgumentTypeError(f"onnx2ncnn writes files for ncnn {OLDEST} and newer (the oldest "
+                                         f"release its tests run), got {release}")
+    return release
+
+
+def add_target_option(parser) -> None:
+    parser.add_argument("--target-ncnn", type=_release, metavar="RELEASE", help=f"write only layers and params "
+                        f"this ncnn release reads (a date such as {OLDEST}), in older forms where they exist; "
+                        f"refuse naming the node otherwise (default: {NEWEST}, the newest known)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
@@ -299,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default: float32)")
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
+    add_target_option(conv)
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
@@ -325,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: a table)")
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
+    add_target_option(ver)
+    ver.add_argument("--ncnn-python", metavar="PATH", help="run the real ncnn backend in the ncnn this Python "
+                     "imports (it needs numpy and ncnn only), e.g. a venv with the release you ship "
+                     "(default: this Python's ncnn)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")

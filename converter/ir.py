@@ -101,6 +101,8 @@ class Graph:
         # (graph input, axis) -> the dim_param naming its run-time extent: ONNX says equal names are
         # equal sizes (a BERT's input_ids and attention_mask share "seq")
         self.dim_names: dict[tuple[str, int], str] = {}
+        # the ncnn release the files are written for (--target-ncnn; None: the newest known)
+        self.ncnn_target: int | None = None
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:
