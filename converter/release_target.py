@@ -65,6 +65,8 @@ def skipped_passes(target: int) -> set[str]:
     skip = set()
     if target < LAYERS["SDPA"]:
         skip |= {"fuse_sdpa", "expand_small_attention"}
+    elif target < PARAMS[("SDPA", 5)]:     # the only pass that writes masked SDPA: MultiHeadAttention stays
+        skip.add("expand_small_attention")
     if target < LAYERS["RMSNorm"]:
         skip.add("fuse_rmsnorm")
     return skip
