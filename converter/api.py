@@ -142,9 +142,7 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
         return convert_prepared(graph, proto, broadcast_fix, input_values, progress, target_ncnn)
     except NeedsFixedSizes as fixed:        # a release without shape expressions: files at one size
         graph, proto = load_onnx_and_proto(model, fixed.shapes(input_shapes), input_values)
-        converted = convert_prepared(graph, proto, broadcast_fix, input_values, progress, target_ncnn)
-        converted.stats.setdefault("warnings", []).append(fixed.warning())
-        return converted
+        return fixed.noted(convert_prepared(graph, proto, broadcast_fix, input_values, progress, target_ncnn))
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,

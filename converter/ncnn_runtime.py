@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .ncnn_child import ChildCrash, ChildError, run_with_python
+
 
 class NcnnUnavailable(RuntimeError):
     pass
@@ -131,7 +133,6 @@ def run_ncnn(param, bin_, feeds, outputs, precision: str = "fp32",
     on `threads` threads (default: the runner's 2); `python`: in the ncnn that Python imports."""
     global _shared
     if python is not None:
-        from .ncnn_child import ChildCrash, ChildError, run_with_python
         try:
             return run_with_python(python, param, bin_, feeds, outputs, precision, threads or 2)
         except ChildCrash as exc:

@@ -31,6 +31,11 @@ class NeedsFixedSizes(ConversionError):
             shapes[name] = [e if d is None else d for d, e in zip(dims, example)] if len(example) == len(dims) else dims
         return shapes
 
+    def noted(self, converted):
+        """The conversion at fixed sizes, with the warning that says which."""
+        converted.stats.setdefault("warnings", []).append(self.warning())
+        return converted
+
     def warning(self) -> str:
         sizes = ", ".join(f"{name}={','.join(map(str, dims))}" for name, dims in self.examples.items())
         return (f"ncnn {self.target} reads no shape expressions (the first: {self.node.describe()}): the "

@@ -353,13 +353,11 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
     try:
-        converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix,
-                                     target_ncnn=target_ncnn)
+        converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, None, None, target_ncnn)
     except NeedsFixedSizes as fixed:    # a release without shape expressions: checked at fixed sizes
         proto = prepare_model(model, fixed.shapes(input_shapes), checker_warnings, input_values)
-        converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix,
-                                     target_ncnn=target_ncnn)
-        converted.stats.setdefault("warnings", []).append(fixed.warning())
+        converted = fixed.noted(convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix,
+                                                 None, None, target_ncnn))
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
