@@ -19,12 +19,15 @@ from converter.ncnn_side.layout import (
     to_onnx,
 )
 from converter.ncnn_side.bin_size import model_weight_bytes
+from converter.ncnn_side.releases import NEWEST
 from converter.ncnn_side.reader import read_ncnn
 from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
 from converter.onnx_side.loader import load_onnx_and_proto
+from converter.ncnn_side.release_sizes import NeedsFixedSizes, fit_release
+from converter.ncnn_side.release_target import skipped_passes
 from converter.shapes.example_sizes import example_shapes
 from converter.shapes.int_inputs import ncnn_dtype
-from passes import run_pipeline
+from passes import PIPELINE, run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .interpreter import Plan
@@ -66,8 +69,9 @@ class NcnnModel:
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
                     "batch_axis": batch_axis, "dtype": ncnn_dtype(self.graph, name)}
+        release = {"ncnn_min_version": self.stats["ncnn_min_version"]} if "ncnn_min_version" in self.stats else {}
         return {"inputs": [entry(n) for n in self.graph.inputs],
-                "outputs": [entry(n) for n in self.graph.outputs]}
+                "outputs": [entry(n) for n in self.graph.outputs], **release}
 
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
              extra: dict | None = None) -> None:
@@ -128,7 +132,8 @@ INT8_MODES = ("exact", "fast")
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False) -> NcnnModel:
+            progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False,
+            target_ncnn: int | None = None) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
@@ -136,24 +141,35 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting.
-    `progress(stage)` is told each stage (loading, each pass) as it starts."""
+    `progress(stage)` is told each stage (loading, each pass) as it starts. `target_ncnn` (a release
+    date, default the newest known) writes only what that ncnn release reads (converter/ncnn_side/release_target.py)."""
     if int8 not in INT8_MODES:
         raise ValueError(f"int8 mode must be one of {', '.join(INT8_MODES)}, got {int8!r}")
     if progress is not None:
         progress("loading")
     graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
     graph.share_weights = share_weights
-    return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8)
+    try:
+        return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8, target_ncnn)
+    except NeedsFixedSizes as fixed:        # a release without shape expressions: files at one size
+        graph, proto = load_onnx_and_proto(model, fixed.shapes(input_shapes), input_values)
+        graph.share_weights = share_weights
+        return fixed.noted(convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8, target_ncnn))
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
                      input_values: dict[str, object] | None = None,
-                     progress: Callable[[str], None] | None = None, int8: str = "exact") -> NcnnModel:
+                     progress: Callable[[str], None] | None = None, int8: str = "exact",
+                     target_ncnn: int | None = None) -> NcnnModel:
     """The conversion of a model already prepared (onnx_loader.prepare_model) and built into `graph`:
     verify prepares once and hands the same proto to onnxruntime. `int8`: as convert's."""
     graph.int8_mode = int8
     examples = example_shapes(proto, graph)         # before the pipeline rewrites the inputs
-    stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
+    skip = set() if broadcast_fix else {fix_broadcast}
+    skip |= {p for p in PIPELINE if p.__name__ in skipped_passes(target_ncnn or NEWEST)}
+    graph.ncnn_target = target_ncnn
+    stats = run_pipeline(graph, skip=skip, progress=progress)
+    stats.update(fit_release(graph, target_ncnn, examples))
     stats["warnings"] = list(graph.warnings)
     stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples

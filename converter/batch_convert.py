@@ -36,6 +36,7 @@ class Options:
     pnnx_shapes: dict[str, str] = field(default_factory=dict)
     fp16: bool = False
     share_weights: bool = False
+    target_ncnn: int | None = None      # --target-ncnn: the ncnn release the files are for
 
 
 def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
@@ -110,7 +111,8 @@ def convert_one(model_path: str, options: Options) -> dict:
             warnings.simplefilter("ignore")
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
-            converted = convert(proto, shapes, input_values=values, share_weights=options.share_weights)
+            converted = convert(proto, shapes, input_values=values, share_weights=options.share_weights,
+                                target_ncnn=options.target_ncnn)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
     except ConversionError as exc:

@@ -28,6 +28,7 @@ from .batch_convert import Options, run_batch, write_conversion
 from .calibration import add_int8_options, calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
+from converter.ncnn_side.releases import NEWEST, OLDEST, parse_release
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -107,7 +108,7 @@ def cmd_convert(args) -> int:
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16,
-                          args.share_weights)
+                          args.share_weights, args.target_ncnn)
         return run_batch(args.model, options, args.jobs, args.json, _shows_progress(args))
     return _convert_one(args, args.model[0], int8_mode(args))
 
@@ -118,7 +119,7 @@ def _convert_one(args, source: str, int8: str) -> int:
     progress = Progress(label="convert") if _shows_progress(args) else None
     try:
         model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
-                        progress=progress, int8=int8, share_weights=args.share_weights)
+                        progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16)
@@ -226,7 +227,8 @@ def cmd_verify(args) -> int:
                             seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
                             broadcast_fix=not args.no_broadcast_fix, progress=progress,
                             input_values=_input_values(args.input_value), layout=args.layout,
-                            precision=args.precision, int8=int8_mode(args), float_model=float_model)
+                            precision=args.precision, int8=int8_mode(args), float_model=float_model,
+                            target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -311,6 +313,23 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+def _release(text: str) -> int:
+    try:
+        release = parse_release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not OLDEST <= release:
+        raise argparse.ArgumentTypeError(f"onnx2ncnn writes files for ncnn {OLDEST} and newer (the oldest "
+                                         f"release its tests run), got {release}")
+    return release
+
+
+def add_target_option(parser) -> None:
+    parser.add_argument("--target-ncnn", type=_release, metavar="RELEASE", help=f"write only layers and params "
+                        f"this ncnn release reads (a date such as {OLDEST}), in older forms where they exist; "
+                        f"refuse naming the node otherwise (default: {NEWEST}, the newest known)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
@@ -333,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
     add_int8_options(conv)
+    add_target_option(conv)
     conv.set_defaults(func=cmd_convert)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
@@ -360,6 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     add_int8_options(ver)
+    add_target_option(ver)
+    ver.add_argument("--ncnn-python", metavar="PATH", help="run the real ncnn backend in the ncnn this Python "
+                     "imports (it needs numpy and ncnn only), e.g. a venv with the release you ship "
+                     "(default: this Python's ncnn)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")

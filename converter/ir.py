@@ -110,6 +110,8 @@ class Graph:
         # convert --share-weights: a weight repeated for a batch is read once, at some speed cost
         # (converter/lowering/per_sample.py weight_read_per_sample)
         self.share_weights = False
+        # the ncnn release the files are written for (--target-ncnn; None: the newest known)
+        self.ncnn_target: int | None = None
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

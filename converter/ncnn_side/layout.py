@@ -91,8 +91,10 @@ def sidecar_path(param_path: str | Path) -> Path:
 def sidecar_bytes(io: dict) -> bytes:
     """One line per input and output, so a diff of two conversions reads entry by entry."""
     lists = {k: "[\n" + ",\n".join(f"  {json.dumps(e)}" for e in io[k]) + "\n ]" for k in ("inputs", "outputs")}
+    # and the oldest ncnn release the files need (converter/ncnn_side/release_target.py), where known
+    release = f',\n "ncnn_min_version": {int(io["ncnn_min_version"])}' if io.get("ncnn_min_version") else ""
     return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
-            f' "outputs": {lists["outputs"]}}}\n').encode()
+            f' "outputs": {lists["outputs"]}{release}}}\n').encode()
 
 
 def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
@@ -108,7 +110,8 @@ def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
     entries = record.get("inputs", []) + record.get("outputs", [])
     if not all(isinstance(e, dict) and e.get("ncnn") in blobs for e in entries):
         return None
-    return {"inputs": record["inputs"], "outputs": record["outputs"]}
+    release = {"ncnn_min_version": record["ncnn_min_version"]} if isinstance(record.get("ncnn_min_version"), int) else {}
+    return {"inputs": record["inputs"], "outputs": record["outputs"], **release}
 
 
 def declared_inputs(graph) -> dict:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from converter.ncnn_side.child import ChildCrash, ChildError, run_with_python
+
 
 class NcnnUnavailable(RuntimeError):
     pass
@@ -126,10 +128,17 @@ _shared: NcnnRunner | None = None
 
 
 def run_ncnn(param, bin_, feeds, outputs, precision: str = "fp32",
-             threads: int | None = None) -> dict[str, np.ndarray]:
+             threads: int | None = None, python: str | None = None) -> dict[str, np.ndarray]:
     """Run with a process-wide shared runner; precision 'fp16' runs as devices do by default;
-    on `threads` threads (default: the runner's 2)."""
+    on `threads` threads (default: the runner's 2); `python`: in the ncnn that Python imports."""
     global _shared
+    if python is not None:
+        try:
+            return run_with_python(python, param, bin_, feeds, outputs, precision, threads or 2)
+        except ChildCrash as exc:
+            raise NcnnCrash(str(exc)) from None
+        except ChildError as exc:
+            raise NcnnError(str(exc)) from None
     if _shared is None:
         _shared = NcnnRunner()
     return _shared.run(param, bin_, feeds, outputs, precision, threads)

@@ -16,6 +16,9 @@ from converter.ncnn_side.layers import FLOAT, FLOATS, FP16_FLAG, INT, INT8_FLAG,
 MAGIC = 7767517
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\-]")
 _MAX_NAME = 255
+# ncnn before 20261020 reads the digits after a float's '.' into a 32-bit count (paramdict.cpp
+# vstr_to_float): with more than 9 it overflows and reads another value (0.0075732437 was off by 0.046)
+MAX_FRACTION_DIGITS = 9
 
 
 def _unique_safe_names(originals: list[str]) -> dict[str, str]:
@@ -55,6 +58,8 @@ def format_float(value: float) -> str:
     if np.isinf(value):      # ncnn reads "inf" as a string; the largest float is what ncnn's defaults use
         value = float(np.copysign(np.finfo(np.float32).max, value))
     text = format(value, ".9g")
+    if "e" not in text and len(text.partition(".")[2]) > MAX_FRACTION_DIGITS:
+        text = format(value, ".8e")     # 0.0075732437 -> 7.57324370e-03: the same 9 digits
     return text if ("." in text or "e" in text) else text + ".0"
 
 

@@ -32,6 +32,8 @@ from converter.verification.forced_layers import forced_model
 from converter.verification.image_input import ImageSpec
 from converter.verification.quantization_steps import quantization_steps, within_steps
 from converter.verification.int8_fast import check_fast
+from converter.ncnn_side.release_check import ncnn_version, release_warnings
+from converter.ncnn_side.release_sizes import NeedsFixedSizes
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -236,7 +238,8 @@ def _interp_blobs(model: NcnnModel, feeds: dict, precision: str) -> tuple[dict, 
         return getattr(exc, "blobs", {}), exc
 
 
-def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str) -> tuple[dict, Exception | None]:
+def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str,
+                ncnn_python: str | None = None) -> tuple[dict, Exception | None]:
     names = model.names.blob
     with tempfile.TemporaryDirectory() as folder:
         param, bin_ = Path(folder) / "model.param", Path(folder) / "model.bin"
@@ -245,7 +248,7 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
             # the cores free right now: ncnn's threads wait for each other on a busy machine
             # (YOLOv8n every blob, load 8 on 2 cores: 1.7-2.0 s on 2 threads, 0.8 s on 1)
             result = run_ncnn(param, bin_, {names[k]: v for k, v in feeds.items()}, [names[w] for w in wanted],
-                              precision, threads=choose_threads() or 2)
+                              precision, threads=choose_threads() or 2, python=ncnn_python)
         except (NcnnCrash, NcnnError) as exc:
             return {}, exc
     return {w: result[names[w]] for w in wanted}, None
@@ -253,7 +256,7 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
 
 def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,
                    rtol: float, atol: float, report: VerifyReport, precision: str = "fp32",
-                   steps: dict[str, float] | None = None) -> None:
+                   steps: dict[str, float] | None = None, ncnn_python: str | None = None) -> None:
     graph, steps = model.graph, steps or {}
     order = graph.topological()
     comparable = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
@@ -261,7 +264,7 @@ def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: 
     if backend == "interp":
         blobs, error = _interp_blobs(model, ncnn_feeds, precision)
     else:
-        blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable, precision)
+        blobs, error = _ncnn_blobs(model, ncnn_feeds, comparable, precision, ncnn_python)
     failed_layer = None
     if error is not None:
         failed_layer = _layer_named_in(str(error), order)
@@ -332,7 +335,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
-           precision: str = "fp32", int8: str = "exact", float_model=None) -> VerifyReport:
+           precision: str = "fp32", int8: str = "exact", float_model=None, target_ncnn: int | None = None,
+           ncnn_python: str | None = None) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
@@ -343,7 +347,9 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
         raise ConversionError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     if precision not in PRECISIONS:
         raise ConversionError(f"unknown precision '{precision}'; choose one of {', '.join(PRECISIONS)}")
-    if backend != "interp":
+    if ncnn_python is not None:       # the ncnn another Python imports (converter/ncnn_side/child.py)
+        ncnn_python_version = ncnn_version(ncnn_python)
+    elif backend != "interp":
         if not available():     # an optional dependency the user has not installed, not a bug of ours
             raise ConversionError(f"--backend {backend} needs the real ncnn runtime, which is not "
                                   f"installed: pip install ncnn (or use --backend interp)")
@@ -352,7 +358,13 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, int8=int8)
+    try:
+        converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, None, None, int8,
+                                     target_ncnn)
+    except NeedsFixedSizes as fixed:    # a release without shape expressions: checked at fixed sizes
+        proto = prepare_model(model, fixed.shapes(input_shapes), checker_warnings, input_values)
+        converted = fixed.noted(convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix,
+                                                 None, None, int8, target_ncnn))
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -375,6 +387,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                           int8_dropped=converted.stats.get("int8_dropped", {}))
     report.warnings = [w for out in converted.graph.outputs if out in reference
                        for w in [nearly_constant(out, reference[out], rtol, atol)] if w]
+    report.warnings += release_warnings(converted, ncnn_python, ncnn_python_version if ncnn_python else None)
     if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verification/int8_fast.py)
         float_proto = float_model and prepare_model(float_model, input_shapes, [], input_values)
         check_fast(converted, ncnn_feeds, proto, feeds, reference, report, backends, rtol, float_proto, globals())
@@ -387,10 +400,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                                "within one step of its quantizer; end to end (end_to_end) steps add up")
     for b in backends:
         progress("running the interpreter" if b == "interp" else "running the real ncnn")
-        _check_backend(b, checked, checked_feeds, reference, rtol, atol, report, precision, steps)
+        _check_backend(b, checked, checked_feeds, reference, rtol, atol, report, precision, steps, ncnn_python)
         if steps:
             whole = VerifyReport(False, [], {})
-            _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, whole, precision, steps)
+            _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, whole, precision, steps, ncnn_python)
             report.end_to_end += whole.outputs
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
     report.precision = precision

@@ -16,10 +16,12 @@ TEMPLATE = '''#!/usr/bin/env python3
 Written by onnx2ncnn from {onnx_name}. Arrays go in and come out as the ONNX model takes and
 gives them (this file drops and restores the batch axis ncnn does not have).
 
-    python {script} [--check] [--onnx MODEL.onnx] [NAME=FILE.npy ...]
+    python {script} [--check] [--onnx MODEL.onnx] [--ncnn-python PATH] [NAME=FILE.npy ...]
 
 Without inputs it feeds seeded random ones; --check also runs onnxruntime on the .onnx and
 compares every output (|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|; exit 1 if any differs).
+--ncnn-python PATH runs the files in the ncnn that Python imports (the release you ship; it needs
+numpy and ncnn only). The files need ncnn {min_version_text} or newer.
 From Python:
 
     from {module} import Model
@@ -39,11 +41,22 @@ INPUTS = {inputs!r}
 OUTPUTS = {outputs!r}
 FIXED = {fixed!r}        # inputs convert fixed with --input-value: onnxruntime still needs them
 EXAMPLE_SHAPES = {examples!r}   # sizes for random inputs where the model leaves dims dynamic
+NCNN_MIN_VERSION = {min_version!r}     # the oldest ncnn release (1.0.<date>) these files load in
+
+
+def check_ncnn_version(ncnn):
+    """One line (RuntimeError) when the installed ncnn is older than the files need."""
+    version = str(getattr(ncnn, "__version__", "")).split("+")[0]
+    release = version.rsplit(".", 1)[-1]
+    if NCNN_MIN_VERSION and release.isdigit() and len(release) == 8 and int(release) < NCNN_MIN_VERSION:
+        raise RuntimeError(f"these files need ncnn {{NCNN_MIN_VERSION}} or newer, the installed ncnn is {{version}}: "
+                           f"pip install 'ncnn>=1.0.{{NCNN_MIN_VERSION}}', or convert with --target-ncnn {{release}}")
 
 
 class Model:
     def __init__(self, threads=2):
         import ncnn
+        check_ncnn_version(ncnn)
         self.ncnn = ncnn
         self.net = ncnn.Net()
         # exact float32: ncnn's defaults use fp16/bf16 where the CPU has them (faster, ~1e-3 off)
@@ -121,7 +134,52 @@ def check(feeds, outputs, onnx_path):
     return passed
 
 
+def _option(argv, flag):
+    """argv without `flag VALUE`, and VALUE (None when absent)."""
+    if flag not in argv:
+        return argv, None
+    at = argv.index(flag)
+    if at + 1 >= len(argv):
+        sys.exit(f"{{flag}} needs a value")
+    return argv[:at] + argv[at + 2:], argv[at + 1]
+
+
+def run_in_python(python, feeds):
+    """Run the files in the ncnn `python` imports: this script in a child, arrays through .npz files."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        feeds_path, outputs_path = Path(folder) / "feeds.npz", Path(folder) / "outputs.npz"
+        np.savez(feeds_path, *[np.asarray(feeds[e["onnx"]]) for e in INPUTS])
+        try:
+            done = subprocess.run([python, str(Path(__file__).resolve()), "--feeds", str(feeds_path),
+                                   "--save", str(outputs_path)])
+        except OSError as exc:
+            sys.exit(f"--ncnn-python {{python}}: cannot run it ({{exc.strerror or exc}})")
+        if done.returncode != 0:        # the child said why in one line, or crashed
+            sys.exit(done.returncode if done.returncode > 0 else f"the ncnn of {{python}} crashed "
+                     f"(signal {{-done.returncode}})")
+        with np.load(outputs_path) as saved:
+            return {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(OUTPUTS)}}
+
+
+def _child(argv):
+    """--feeds IN.npz --save OUT.npz: what run_in_python asks of this script in another Python."""
+    argv, feeds_path = _option(argv, "--feeds")
+    argv, save_path = _option(argv, "--save")
+    with np.load(feeds_path) as saved:
+        feeds = {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(INPUTS)}}
+    try:
+        outputs = Model().run(feeds)
+    except RuntimeError as exc:
+        sys.exit(str(exc))
+    np.savez(save_path, *[outputs[e["onnx"]] for e in OUTPUTS])
+
+
 def main(argv):
+    if "--feeds" in argv:
+        return _child(argv)
+    argv, ncnn_python = _option(argv, "--ncnn-python")
     check_wanted = "--check" in argv
     argv = [a for a in argv if a != "--check"]
     onnx_path = ONNX
@@ -134,7 +192,13 @@ def main(argv):
         if name not in feeds:
             sys.exit(f"unknown input {{name!r}}; the inputs are {{', '.join(feeds)}}")
         feeds[name] = np.load(path)
-    outputs = Model().run(feeds)
+    if ncnn_python is not None:
+        outputs = run_in_python(ncnn_python, feeds)
+    else:
+        try:
+            outputs = Model().run(feeds)
+        except RuntimeError as exc:         # an ncnn older than the files need, a file it cannot load
+            sys.exit(str(exc))
     for name, value in outputs.items():
         print(f"{{name}}: shape {{list(value.shape)}}, mean {{float(value.mean()):.6g}}")
     if check_wanted:
@@ -175,4 +239,5 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
         module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
         inputs=inputs, outputs=outputs, fixed=fixed,
-        examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs})
+        examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
+        min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
