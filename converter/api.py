@@ -13,6 +13,7 @@ from passes import run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .example_sizes import example_shapes
+from .host_tail import HostTail, tail_path
 from .int_inputs import ncnn_dtype
 from .interpreter import Plan
 from .ir import Graph
@@ -25,7 +26,8 @@ from .layout import (
     to_ncnn,
     to_onnx,
 )
-from .onnx_loader import load_onnx_and_proto
+from .onnx_cut import CutRefusal, cut_hint, plan_cut, subgraph
+from .onnx_loader import graph_of_prepared, prepare_model
 from .reader import read_ncnn
 from .writer import NcnnNames, ncnn_names, save
 
@@ -37,6 +39,8 @@ class NcnnModel:
     stats: dict = field(default_factory=dict)
     # for files read back: the io record written beside them (converter/layout.py), else None
     record: dict | None = None
+    # what runs after ncnn on the host (converter/host_tail.py), or None
+    tail: HostTail | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -72,7 +76,12 @@ class NcnnModel:
              extra: dict | None = None) -> None:
         """Write .param/.bin, the io sidecar beside them (`<param stem>.json`: what lets
         load_ncnn(...).run take ONNX-shaped arrays) and `extra` {path: bytes}, all or none."""
-        files = {sidecar_path(param_path): sidecar_bytes(self.io()), **(extra or {})}
+        io = self.io()
+        if self.tail is not None:       # the host tail beside the files, named in the record
+            tail_file = tail_path(param_path)
+            io = {**io, "tail": self.tail.record(tail_file.name)}
+            extra = {**(extra or {}), tail_file: self.tail.model.SerializeToString()}
+        files = {sidecar_path(param_path): sidecar_bytes(io), **(extra or {})}
         save(self.graph, param_path, bin_path, fp16=fp16, extra=files)
 
     def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None,
@@ -87,6 +96,10 @@ class NcnnModel:
         """
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        if self.tail is not None and outputs is None and layout == "onnx":     # ncnn, then the host tail
+            names = {n for e in self.io()["inputs"] for n in (e["onnx"], e["ncnn"])}
+            head = self.run({k: v for k, v in feeds.items() if k in names}, [e["ncnn"] for e in self.io()["outputs"]])
+            return self.tail.run(feeds, head)
         io = self.io()
         entries = {name: e for e in io["inputs"] + io["outputs"] for name in (e["onnx"], e["ncnn"])}
         blob = lambda k: entries[k]["ncnn"] if k in entries else k  # noqa: E731
@@ -124,16 +137,51 @@ class NcnnModel:
 
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
-            progress: Callable[[str], None] | None = None) -> NcnnModel:
+            progress: Callable[[str], None] | None = None, outputs: list[str] | None = None,
+            host_tail: bool = False) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting.
-    `progress(stage)` is told each stage (loading, each pass) as it starts."""
+    `progress(stage)` is told each stage (loading, each pass) as it starts.
+    `outputs` converts only what computes those tensors (ONNX names); `host_tail` leaves what ncnn has
+    no layers for to onnxruntime after ncnn (NcnnModel.tail, saved as `<stem>_tail.onnx`)."""
     if progress is not None:
         progress("loading")
-    graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
-    return convert_prepared(graph, proto, broadcast_fix, input_values, progress)
+    warnings: list[str] = []
+    proto = prepare_model(model, input_shapes, warnings, input_values)
+    if outputs:
+        proto = subgraph(proto, list(outputs))
+    return convert_with_tail(proto, warnings, host_tail, broadcast_fix, input_values, progress)
+
+
+MAX_CUTS = 8      # refusals found one conversion at a time (an If's, then the ops after it)
+
+
+def convert_with_tail(proto, warnings: list[str], host_tail: bool, broadcast_fix: bool = True,
+                      input_values: dict[str, object] | None = None,
+                      progress: Callable[[str], None] | None = None) -> NcnnModel:
+    """Convert the prepared `proto`; a refusal a cut gets around names the tensors to cut at, or, with
+    `host_tail`, the head is converted again without the refused nodes and what follows them."""
+    refused: list[str] = []
+    head, cut = proto, None
+    for _ in range(MAX_CUTS):
+        try:
+            model = convert_prepared(graph_of_prepared(head, list(warnings)), head, broadcast_fix, input_values,
+                                     progress)
+        except CutRefusal as exc:
+            new = plan_cut(proto, refused + exc.tensors)
+            if new is None or not host_tail or not new.head_outputs or (cut is not None and new == cut):
+                raise CutRefusal(str(exc) + cut_hint(new if not host_tail else None), exc.tensors) from None
+            refused += exc.tensors
+            cut = new
+            head = subgraph(proto, cut.head_outputs)
+            continue
+        if cut is not None:
+            tail_model = subgraph(proto, cut.tail_outputs, [t for t in cut.tail_inputs if t in cut.head_outputs])
+            model.tail = HostTail.of(cut, tail_model, [o.name for o in proto.graph.output])
+        return model
+    raise ConversionError(f"host tail: more than {MAX_CUTS} rounds of refusals")
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
@@ -154,7 +202,9 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
 def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
     """Read existing .param/.bin files (from this or any converter) for the interpreter."""
     graph = read_ncnn(param_path, bin_path)
-    return NcnnModel(graph, record=read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph))
+    record = read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph)
+    tail = HostTail.load(Path(param_path).parent, record["tail"]) if "tail" in record else None
+    return NcnnModel(graph, record={k: v for k, v in record.items() if k != "tail"}, tail=tail)
 
 
 def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:

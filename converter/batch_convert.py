@@ -18,6 +18,7 @@ import onnx
 from .api import NcnnModel, convert, output_paths
 from .fp16 import weight_warnings
 from .harness import harness_script, script_path
+from .host_tail import script_block, tail_path
 from .ir import ConversionError
 from .onnx_loader import read_model
 from .pnnx_args import pnnx_input_shapes
@@ -33,6 +34,7 @@ class Options:
     input_values: dict[str, list] = field(default_factory=dict)
     pnnx_shapes: dict[str, str] = field(default_factory=dict)
     fp16: bool = False
+    host_tail: bool = False
 
 
 def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
@@ -42,7 +44,7 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     param, bin_ = output_paths(model_path, output_dir)
     script = script_path(param)
     text = harness_script(model, param, bin_, model_path, model.stats["example_shapes"],
-                          model.stats["fixed_inputs"])
+                          model.stats["fixed_inputs"], script_block(model.tail, tail_path(param).name))
     try:
         model.save(param, bin_, fp16=fp16, extra={script: text.encode()})
     except OSError as exc:
@@ -50,7 +52,8 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
             "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
             "warnings": model.stats.get("warnings", []),
-            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}
+            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats},
+            **({"tail": model.tail.record(str(tail_path(param)))} if model.tail is not None else {})}
 
 
 def expand_models(paths: list[str]) -> list[str]:
@@ -104,7 +107,7 @@ def convert_one(model_path: str, options: Options) -> dict:
             warnings.simplefilter("ignore")
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
-            converted = convert(proto, shapes, input_values=values)
+            converted = convert(proto, shapes, input_values=values, host_tail=options.host_tail)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
     except ConversionError as exc:

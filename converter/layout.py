@@ -91,8 +91,9 @@ def sidecar_path(param_path: str | Path) -> Path:
 def sidecar_bytes(io: dict) -> bytes:
     """One line per input and output, so a diff of two conversions reads entry by entry."""
     lists = {k: "[\n" + ",\n".join(f"  {json.dumps(e)}" for e in io[k]) + "\n ]" for k in ("inputs", "outputs")}
+    tail = f',\n "tail": {json.dumps(io["tail"])}' if "tail" in io else ""     # converter/host_tail.py
     return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
-            f' "outputs": {lists["outputs"]}}}\n').encode()
+            f' "outputs": {lists["outputs"]}{tail}}}\n').encode()
 
 
 def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
@@ -108,7 +109,8 @@ def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
     entries = record.get("inputs", []) + record.get("outputs", [])
     if not all(isinstance(e, dict) and e.get("ncnn") in blobs for e in entries):
         return None
-    return {"inputs": record["inputs"], "outputs": record["outputs"]}
+    return {"inputs": record["inputs"], "outputs": record["outputs"],
+            **({"tail": record["tail"]} if isinstance(record.get("tail"), dict) else {})}
 
 
 def declared_inputs(graph) -> dict:

@@ -18,7 +18,7 @@ import onnx
 import onnxruntime as ort
 
 from . import fp16
-from .api import NcnnModel, convert_prepared
+from .api import NcnnModel, convert_with_tail
 from .divergence import Divergence
 from .example_sizes import example_shapes
 from .forced_layers import forced_model
@@ -29,8 +29,10 @@ from .interpreter.blas_threads import blas_threads, choose_threads
 from .ir import ConversionError, Graph, Tensor
 from .layout import to_onnx
 from .ncnn_runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
-from .onnx_loader import graph_of_prepared, prepare_model
+from .onnx_cut import subgraph
+from .onnx_loader import prepare_model
 from .quantization_steps import quantization_steps, within_steps
+from .verify_tail import tail_checks, whole_model_reference
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -326,7 +328,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            rtol: float = 1e-3, atol: float = 1e-4, backend: str = "interp",
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
-           precision: str = "fp32") -> VerifyReport:
+           precision: str = "fp32", outputs: list[str] | None = None, host_tail: bool = False) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/fp16.py)."""
@@ -346,7 +348,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix)
+    proto = subgraph(proto, outputs) if outputs else proto
+    converted = convert_with_tail(proto, checker_warnings, host_tail, broadcast_fix)
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -381,6 +384,13 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
             whole = VerifyReport(False, [], {})
             _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, whole, precision, steps)
             report.end_to_end += whole.outputs
+    if converted.tail is not None:       # ncnn then the host tail: the whole model's outputs
+        whole, entries = whole_model_reference(proto, feeds), converted.io()["outputs"]
+        for b in backends:
+            blobs, error = _interp_blobs(converted, ncnn_feeds, precision) if b == "interp" else \
+                _ncnn_blobs(converted, ncnn_feeds, [e["onnx"] for e in entries], precision)
+            report.outputs += [OutputCheck(**c) for c in tail_checks(
+                converted.tail, entries, whole, feeds, b, blobs, error, rtol, atol, compare, report.warnings)]
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
     report.precision = precision
     if precision == "fp16":         # fp32's tolerance does not fit: re-judged by fp16's

@@ -38,7 +38,8 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 from converter.batch_axis import RULES, same_axis
-from converter.ir import ConversionError, Graph, Node, Tensor
+from converter.ir import Graph, Node, Tensor
+from converter.onnx_cut import CutRefusal
 from converter.onnx_defaults import fill_defaults
 
 from .fold_constants import CONTROL_FLOW, fold_node
@@ -51,6 +52,7 @@ def inline_if(graph: Graph) -> dict:
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed
     failures: dict[str, str] = {}
     refused: list[str] = []
+    refused_outputs: list[str] = []         # what a host tail would compute instead
     inlined, selects = 0, []
     work = deque(graph.topological())
     while work:
@@ -73,6 +75,7 @@ def inline_if(graph: Graph) -> dict:
             inlined += 1
         elif node.op in CONTROL_FLOW:
             refused.append(_why_refused(graph, node))
+            refused_outputs += node.outputs
         elif node.name in scopes or changed.intersection(node.inputs) or incomplete_shapes(graph, node):
             scopes.pop(node.name, None)
             outputs = list(node.outputs)
@@ -81,7 +84,8 @@ def inline_if(graph: Graph) -> dict:
     refused += _unequal_branches(graph, selects)
     refused += _non_finite_branches(graph, selects)
     if refused:
-        raise ConversionError("control flow ncnn cannot run, nothing written: " + "; ".join(refused))
+        raise CutRefusal("control flow ncnn cannot run, nothing written: " + "; ".join(refused),
+                         refused_outputs + [o for _, pairs, _ in selects for pair in pairs for o in pair])
     return {"ifs_inlined": inlined, "fold_failures_after_inlining": failures}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import networkx as nx
 
 from converter.ir import ConversionError, Graph, Node
+from converter.onnx_cut import CutRefusal
 from converter.ncnn_axes import MAX_NCNN_RANK
 from converter.lowering import LOWERINGS, load_all
 from converter.lowering.common import depends_on
@@ -27,7 +28,8 @@ def lower_onnx(graph: Graph) -> dict:
                               f"{depends_on(graph, n.outputs[0])}")
     if missing:
         listed = ", ".join(f"{n.op} ('{n.name}')" for n in missing)
-        raise ConversionError(f"unsupported ONNX ops, nothing written: {listed}")
+        raise CutRefusal(f"unsupported ONNX ops, nothing written: {listed}",
+                         [o for n in missing for o in n.outputs])
     new_inputs = [i for i in graph.inputs if graph.producer(i) is None]     # once, even run twice
     for name in new_inputs:
         _check_rank(graph, name, f"input '{name}'")
@@ -35,7 +37,12 @@ def lower_onnx(graph: Graph) -> dict:
                             origin=name))
     layers = len(new_inputs)
     for node in onnx_nodes:
-        replacement = LOWERINGS[node.op](graph, node)
+        try:
+            replacement = LOWERINGS[node.op](graph, node)
+        except CutRefusal:
+            raise
+        except ConversionError as exc:      # a host tail can run what a lowering refuses
+            raise CutRefusal(str(exc), list(node.outputs)) from None
         graph.remove_node(node)
         for new in replacement:
             graph.add_node(new)
