@@ -161,27 +161,30 @@ MAX_CUTS = 8      # refusals found one conversion at a time (an If's, then the o
 def convert_with_tail(proto, warnings: list[str], host_tail: bool, broadcast_fix: bool = True,
                       input_values: dict[str, object] | None = None,
                       progress: Callable[[str], None] | None = None) -> NcnnModel:
-    """Convert the prepared `proto`; a refusal a cut gets around names the tensors to cut at, or, with
-    `host_tail`, the head is converted again without the refused nodes and what follows them."""
+    """Convert the prepared `proto`. A refusal a cut gets around is retried on the head without the refused
+    nodes and what follows them, until a head converts: with `host_tail` that head is the result and the
+    rest its tail; without, the first refusal is raised naming the tensors that head stops at."""
     refused: list[str] = []
-    head, cut = proto, None
+    head, cut, first = proto, None, None
     for _ in range(MAX_CUTS):
         try:
             model = convert_prepared(graph_of_prepared(head, list(warnings)), head, broadcast_fix, input_values,
                                      progress)
         except CutRefusal as exc:
+            first = first or exc
             new = plan_cut(proto, refused + exc.tensors)
-            if new is None or not host_tail or not new.head_outputs or (cut is not None and new == cut):
-                raise CutRefusal(str(exc) + cut_hint(new if not host_tail else None), exc.tensors) from None
+            if new is None or not new.head_outputs or new == cut:
+                raise CutRefusal(str(first), first.tensors) from None
             refused += exc.tensors
-            cut = new
-            head = subgraph(proto, cut.head_outputs)
+            cut, head = new, subgraph(proto, new.head_outputs)
             continue
+        if first is not None and not host_tail:
+            raise CutRefusal(str(first) + cut_hint(cut), first.tensors)
         if cut is not None:
             tail_model = subgraph(proto, cut.tail_outputs, [t for t in cut.tail_inputs if t in cut.head_outputs])
             model.tail = HostTail.of(cut, tail_model, [o.name for o in proto.graph.output])
         return model
-    raise ConversionError(f"host tail: more than {MAX_CUTS} rounds of refusals")
+    raise CutRefusal(str(first), first.tensors)
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,

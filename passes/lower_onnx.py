@@ -24,8 +24,8 @@ def lower_onnx(graph: Graph) -> dict:
         # name the node that uses the size in a way ncnn cannot express, not the arithmetic before it
         n = next((m for m in sizes if any(t.dtype.kind == "f" for t in map(graph.tensors.get, m.outputs) if t)),
                  sizes[0])
-        raise ConversionError(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
-                              f"{depends_on(graph, n.outputs[0])}")
+        raise CutRefusal(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
+                         f"{depends_on(graph, n.outputs[0])}", [o for m in missing for o in m.outputs])
     if missing:
         listed = ", ".join(f"{n.op} ('{n.name}')" for n in missing)
         raise CutRefusal(f"unsupported ONNX ops, nothing written: {listed}",

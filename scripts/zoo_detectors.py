@@ -9,7 +9,7 @@ Ultralytics builds from its yaml configs (scales shrunk), never downloads: its s
 scratch folder and the network is blocked for the run. Random heads score every anchor alike (TopK then
 orders ties, and any rounding reorders them), so the class and box heads' last layers are rescaled until
 scores spread over (0, 1); the image fed (`detector_image`, a drawn scene of shapes) gives scores above
-the detectors' thresholds. Writes <name>.onnx, <name>_image.npy and a manifest.json."""
+the detectors' thresholds. Writes <name>.onnx, scene.npy (the image as uint8; the models take it / 255) and a manifest.json."""
 from __future__ import annotations
 
 import argparse
@@ -47,7 +47,7 @@ def detector_image(size: int = SIZE, seed: int = 0) -> np.ndarray:
         else:
             inside = (x - cx) ** 2 + (y - cy) ** 2 < r * r
         img = np.where(inside[None], color, img)
-    return img[None].astype(np.float32)
+    return (np.round(img[None] * 255) / 255).astype(np.float32)       # as a decoded 8-bit image
 
 
 def _block_network():
@@ -110,16 +110,39 @@ def export_ultralytics(name: str, config: str, scale: list, out: Path, scratch: 
     return target
 
 
+class TinyBackbone(nn.Module):
+    """Two feature maps (stride 8 and 16, 16 and 24 channels): SSDlite's head and post-processing over
+    them at a few kB (torchvision's MobileNetV3 extras are ~2.6 MB whatever the width)."""
+
+    def __init__(self):
+        super().__init__()
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, 2, 1), nn.BatchNorm2d(cout), nn.ReLU6())
+        self.c8 = nn.Sequential(block(3, 8), block(8, 16), block(16, 16))
+        self.c16 = block(16, 24)
+
+    def forward(self, x):
+        f8 = self.c8(x)
+        return {"0": f8, "1": self.c16(f8)}
+
+
 def export_ssdlite(out: Path, seed: int) -> Path:
-    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
-    net = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=4, width_mult=0.25,
-                                        score_thresh=0.3, detections_per_img=20, topk_candidates=50)
-    net.transform.min_size, net.transform.max_size = (SIZE,), SIZE
+    """torchvision's SSD with its SSDlite head, anchors and post-processing (score threshold, per-class
+    TopK, batched NMS) over a tiny backbone, exported as its docs show (list of images in, dicts out)."""
+    from functools import partial
+
+    from torchvision.models.detection.anchor_utils import DefaultBoxGenerator
+    from torchvision.models.detection.ssd import SSD
+    from torchvision.models.detection.ssdlite import SSDLiteHead
+    anchors = DefaultBoxGenerator([[2, 3], [2, 3]], min_ratio=0.2, max_ratio=0.9)
+    head = SSDLiteHead([16, 24], anchors.num_anchors_per_location(), 4, partial(nn.BatchNorm2d, eps=0.001))
+    net = SSD(TinyBackbone(), anchors, (SIZE, SIZE), 4, head=head, score_thresh=0.3, detections_per_img=20,
+              topk_candidates=50, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     randomize(net, seed)
     rng = np.random.default_rng(seed)
     calibrate_batchnorm(net.backbone, lambda r: [torch.from_numpy(detector_image(SIZE, int(r.integers(1 << 30))))],
                         rng)
-    _spread_scores([m for m in net.head.classification_head.modules() if isinstance(m, nn.Conv2d)][-6:], 2.0)
+    _spread_scores([m for m in net.head.classification_head.modules() if isinstance(m, nn.Conv2d)][-2:], 2.0)
     net.eval()
 
     class Images(nn.Module):
@@ -131,7 +154,7 @@ def export_ssdlite(out: Path, seed: int) -> Path:
             det = self.inner(list(image))[0]
             return det["boxes"], det["scores"], det["labels"]
 
-    target = out / "ssdlite320.onnx"
+    target = out / "ssdlite_tiny.onnx"
     torch.onnx.export(Images(net), (torch.from_numpy(detector_image()),), str(target), dynamo=False,
                       opset_version=17, input_names=["image"], output_names=["boxes", "scores", "labels"])
     return target
@@ -145,7 +168,7 @@ def describe(path: Path, image: np.ndarray) -> dict:
     ops: dict[str, int] = {}
     for node in model.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    return {"input": session.get_inputs()[0].name, "image": f"{path.stem}_image.npy", "bytes": path.stat().st_size,
+    return {"input": session.get_inputs()[0].name, "image": "scene.npy", "bytes": path.stat().st_size,
             "outputs": {o.name: list(v.shape) for o, v in zip(session.get_outputs(), outputs)}, "ops": ops,
             "top_scores": [round(float(v), 4) for v in np.sort(np.ravel(_scores(outputs)))[::-1][:5]],
             "closest_scores": _closest(_scores(outputs))}
@@ -169,7 +192,7 @@ BUILDERS = {
     "yolov10n_e2e": lambda out, scratch: export_ultralytics("yolov10n_e2e", "v10/yolov10n.yaml",
                                                             [0.33, 0.125, 128], out, scratch, 2,
                                                             GAINS["yolov10n_e2e"]),
-    "ssdlite320": lambda out, scratch: export_ssdlite(out, 3),
+    "ssdlite_tiny": lambda out, scratch: export_ssdlite(out, 3),
 }
 
 
@@ -189,7 +212,7 @@ def main(argv=None) -> int:
         for name in args.names:
             path = BUILDERS[name](out, Path(scratch))
             image = detector_image()
-            np.save(out / f"{name}_image.npy", image)
+            np.save(out / "scene.npy", np.round(image * 255).astype(np.uint8))      # the tests' input / 255
             manifest[name] = describe(path, image)
             print(name, json.dumps(manifest[name]))
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
