@@ -27,6 +27,7 @@ from .flatten_gather_indices import flatten_gather_indices
 from .flatten_matmul_rows import flatten_matmul_rows
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
+from .convert_einsum_transpose import convert_einsum_transpose
 from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
@@ -147,6 +148,9 @@ PIPELINE: list[Pass] = [
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # a one-operand Einsum that only reorders (SD3's unpatchify) is a Transpose: before the chain fold
+    # and the wide-axis passes below, which fit wide Transposes and not Einsums
+    convert_einsum_transpose,
     # before the split below and the axis merges: two Transposes in a row become one (or none)
     fold_transpose_chains,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both
