@@ -65,6 +65,7 @@ from .sink_quantize import sink_quantize
 from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
 from .unroll_loops import unroll_loops
+from .unroll_peephole_lstm import unroll_peephole_lstm
 
 Pass = Callable[[Graph], dict]
 
@@ -95,6 +96,9 @@ PIPELINE: list[Pass] = [
     # after both (a sequence is built in an unrolled Loop or a branch): sequences read at constant
     # positions become their tensors
     resolve_sequences,
+    # once folding and inference made the length a number (inlined branches included): an LSTM with
+    # peepholes, which ncnn's LSTM lacks, is written out step by step in ONNX ops before fusions and lowering
+    unroll_peephole_lstm,
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,
