@@ -39,6 +39,7 @@ from converter.axis_boundaries import (
 )
 from converter.ir import ConversionError, Graph, Node, Shape, Tensor
 from converter.ncnn_axes import MAX_NCNN_RANK
+from converter.onnx_cut import CutRefusal
 from converter.wide_transposes import insert_wide_transpose_reshapes
 from converter.symbolic import (
     SHAPE_TERMS,
@@ -83,8 +84,8 @@ def _merge(graph: Graph) -> dict:
         b, groups = _plan(graph, nodes, wide, targets, keep_narrow=False)
     for t, g in groups.items():
         why = _misfit(graph, b, t, g)
-        if why:
-            raise ConversionError(why)
+        if why:         # a host tail can compute it: the cut is before the tensor that does not fit
+            raise CutRefusal(why, [t])
     groups = {t: g for t, g in groups.items() if len(g) < graph.tensors[t].rank}
     reshapes = _decouple(graph, nodes, wide, groups)
     _rewrite(graph, nodes, groups, targets)
