@@ -16,7 +16,7 @@ from .example_sizes import example_shapes
 from .host_tail import HostTail, tail_path
 from .int_inputs import ncnn_dtype
 from .interpreter import Plan
-from .ir import Graph
+from .ir import ConversionError, Graph
 from .layout import (
     LAYOUTS,
     declared_inputs,
@@ -178,6 +178,13 @@ def convert_with_tail(proto, warnings: list[str], host_tail: bool, broadcast_fix
             refused += exc.tensors
             cut, head = new, subgraph(proto, new.head_outputs)
             continue
+        except ConversionError as exc:
+            if first is None:
+                raise
+            if not host_tail:       # the head does not convert either: the first refusal, without a cut to name
+                raise CutRefusal(str(first), first.tensors) from None
+            raise ConversionError(f"{first}; with --host-tail, the part before it does not convert either: "
+                                  f"{exc}") from None
         if first is not None and not host_tail:
             raise CutRefusal(str(first) + cut_hint(cut), first.tensors)
         if cut is not None:
