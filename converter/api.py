@@ -22,7 +22,9 @@ from converter.ncnn_side.bin_size import model_weight_bytes
 from converter.ncnn_side.releases import NEWEST
 from converter.ncnn_side.reader import read_ncnn
 from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
-from converter.onnx_side.loader import load_onnx_and_proto
+from converter.onnx_side.cut import CutRefusal, cut_hint, plan_cut, subgraph
+from converter.onnx_side.host_tail import HostTail, tail_path
+from converter.onnx_side.loader import graph_of_prepared, prepare_model
 from converter.ncnn_side.release_sizes import NeedsFixedSizes, fit_release
 from converter.ncnn_side.release_target import skipped_passes
 from converter.shapes.example_sizes import example_shapes
@@ -31,7 +33,7 @@ from passes import PIPELINE, run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .interpreter import Plan
-from .ir import Graph
+from .ir import ConversionError, Graph
 
 
 @dataclass
@@ -41,6 +43,8 @@ class NcnnModel:
     stats: dict = field(default_factory=dict)
     # for files read back: the io record written beside them (converter/ncnn_side/layout.py), else None
     record: dict | None = None
+    # what runs after ncnn on the host (converter/host_tail.py), or None
+    tail: HostTail | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -77,7 +81,12 @@ class NcnnModel:
              extra: dict | None = None) -> None:
         """Write .param/.bin, the io sidecar beside them (`<param stem>.json`: what lets
         load_ncnn(...).run take ONNX-shaped arrays) and `extra` {path: bytes}, all or none."""
-        files = {sidecar_path(param_path): sidecar_bytes(self.io()), **(extra or {})}
+        io = self.io()
+        if self.tail is not None:       # the host tail beside the files, named in the record
+            tail_file = tail_path(param_path)
+            io = {**io, "tail": self.tail.record(tail_file.name)}
+            extra = {**(extra or {}), tail_file: self.tail.model.SerializeToString()}
+        files = {sidecar_path(param_path): sidecar_bytes(io), **(extra or {})}
         save(self.graph, param_path, bin_path, fp16=fp16, extra=files)
 
     def run(self, feeds: dict[str, np.ndarray], outputs: list[str] | None = None,
@@ -92,6 +101,10 @@ class NcnnModel:
         """
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        if self.tail is not None and outputs is None and layout == "onnx":     # ncnn, then the host tail
+            names = {n for e in self.io()["inputs"] for n in (e["onnx"], e["ncnn"])}
+            head = self.run({k: v for k, v in feeds.items() if k in names}, [e["ncnn"] for e in self.io()["outputs"]])
+            return self.tail.run(feeds, head)
         io = self.io()
         entries = {name: e for e in io["inputs"] + io["outputs"] for name in (e["onnx"], e["ncnn"])}
         blob = lambda k: entries[k]["ncnn"] if k in entries else k  # noqa: E731
@@ -133,7 +146,7 @@ INT8_MODES = ("exact", "fast")
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
             progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False,
-            target_ncnn: int | None = None) -> NcnnModel:
+            target_ncnn: int | None = None, outputs: list[str] | None = None, host_tail: bool = False) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
@@ -142,19 +155,76 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     `input_values` fixes graph inputs to constants (they are then no ncnn inputs): e.g. a sample
     rate the model branches on with If, so the branch taken is known when converting.
     `progress(stage)` is told each stage (loading, each pass) as it starts. `target_ncnn` (a release
-    date, default the newest known) writes only what that ncnn release reads (converter/ncnn_side/release_target.py)."""
+    date, default the newest known) writes only what that ncnn release reads (converter/ncnn_side/release_target.py).
+    `outputs` converts only what computes those tensors (ONNX names); `host_tail` leaves what ncnn has
+    no layers for to onnxruntime after ncnn (NcnnModel.tail, saved as `<stem>_tail.onnx`)."""
     if int8 not in INT8_MODES:
         raise ValueError(f"int8 mode must be one of {', '.join(INT8_MODES)}, got {int8!r}")
     if progress is not None:
         progress("loading")
-    graph, proto = load_onnx_and_proto(model, input_shapes, input_values)
-    graph.share_weights = share_weights
+    options = ConvertOptions(broadcast_fix, input_values, progress, int8, share_weights, target_ncnn)
+
+    def prepared(shapes) -> tuple:
+        warnings: list[str] = []
+        proto = prepare_model(model, shapes, warnings, input_values)
+        return (subgraph(proto, list(outputs)) if outputs else proto), warnings
     try:
-        return convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8, target_ncnn)
+        return convert_with_tail(*prepared(input_shapes), host_tail, options)
     except NeedsFixedSizes as fixed:        # a release without shape expressions: files at one size
-        graph, proto = load_onnx_and_proto(model, fixed.shapes(input_shapes), input_values)
-        graph.share_weights = share_weights
-        return fixed.noted(convert_prepared(graph, proto, broadcast_fix, input_values, progress, int8, target_ncnn))
+        return fixed.noted(convert_with_tail(*prepared(fixed.shapes(input_shapes)), host_tail, options))
+
+
+@dataclass
+class ConvertOptions:
+    """What convert passes on to each conversion of a head (see convert_with_tail)."""
+    broadcast_fix: bool = True
+    input_values: dict[str, object] | None = None
+    progress: Callable[[str], None] | None = None
+    int8: str = "exact"
+    share_weights: bool = False
+    target_ncnn: int | None = None
+
+    def convert(self, proto, warnings: list[str]) -> NcnnModel:
+        graph = graph_of_prepared(proto, list(warnings))
+        graph.share_weights = self.share_weights
+        return convert_prepared(graph, proto, self.broadcast_fix, self.input_values, self.progress, self.int8,
+                                self.target_ncnn)
+
+
+MAX_CUTS = 8      # refusals found one conversion at a time (an If's, then the ops after it)
+
+
+def convert_with_tail(proto, warnings: list[str], host_tail: bool, options: ConvertOptions = ConvertOptions()) -> NcnnModel:
+    """Convert the prepared `proto`. A refusal a cut gets around is retried on the head without the refused
+    nodes and what follows them, until a head converts: with `host_tail` that head is the result and the
+    rest its tail; without, the first refusal is raised naming the tensors that head stops at."""
+    refused: list[str] = []
+    head, cut, first = proto, None, None
+    for _ in range(MAX_CUTS):
+        try:
+            model = options.convert(head, warnings)
+        except CutRefusal as exc:
+            first = first or exc
+            new = plan_cut(proto, refused + exc.tensors)
+            if new is None or not new.head_outputs or new == cut:
+                raise CutRefusal(str(first), first.tensors) from None
+            refused += exc.tensors
+            cut, head = new, subgraph(proto, new.head_outputs)
+            continue
+        except ConversionError as exc:
+            if first is None:
+                raise
+            if not host_tail:       # the head does not convert either: the first refusal, without a cut to name
+                raise CutRefusal(str(first), first.tensors) from None
+            raise ConversionError(f"{first}; with --host-tail, the part before it does not convert either: "
+                                  f"{exc}") from None
+        if first is not None and not host_tail:
+            raise CutRefusal(str(first) + cut_hint(cut), first.tensors)
+        if cut is not None:
+            tail_model = subgraph(proto, cut.tail_outputs, [t for t in cut.tail_inputs if t in cut.head_outputs])
+            model.tail = HostTail.of(cut, tail_model, [o.name for o in proto.graph.output])
+        return model
+    raise CutRefusal(str(first), first.tensors)
 
 
 def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
@@ -182,7 +252,9 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
 def load_ncnn(param_path: str | os.PathLike, bin_path: str | os.PathLike) -> NcnnModel:
     """Read existing .param/.bin files (from this or any converter) for the interpreter."""
     graph = read_ncnn(param_path, bin_path)
-    return NcnnModel(graph, record=read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph))
+    record = read_sidecar(param_path, set(graph.tensors)) or declared_inputs(graph)
+    tail = HostTail.load(Path(param_path).parent, record["tail"]) if "tail" in record else None
+    return NcnnModel(graph, record={k: v for k, v in record.items() if k != "tail"}, tail=tail)
 
 
 def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | None) -> tuple[Path, Path]:

@@ -22,6 +22,7 @@ from converter.verification.harness import harness_script, script_path
 
 from .api import NcnnModel, convert, output_paths
 from converter.ncnn_side.bin_size import size_record
+from converter.onnx_side.host_tail import script_block, tail_path
 from .ir import ConversionError
 
 EXIT_OK, EXIT_REFUSED = 0, 2
@@ -37,6 +38,7 @@ class Options:
     fp16: bool = False
     share_weights: bool = False
     target_ncnn: int | None = None      # --target-ncnn: the ncnn release the files are for
+    host_tail: bool = False
 
 
 def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
@@ -46,7 +48,7 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     param, bin_ = output_paths(model_path, output_dir)
     script = script_path(param)
     text = harness_script(model, param, bin_, model_path, model.stats["example_shapes"],
-                          model.stats["fixed_inputs"])
+                          model.stats["fixed_inputs"], script_block(model.tail, tail_path(param).name))
     try:
         model.save(param, bin_, fp16=fp16, extra={script: text.encode()})
     except OSError as exc:
@@ -57,7 +59,8 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
             "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(), **size,
             "warnings": model.stats.get("warnings", []) + size_warnings,
             **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks", "int8_mode", "int8_dropped")
-               if k in model.stats}}
+               if k in model.stats},
+            **({"tail": model.tail.record(str(tail_path(param)))} if model.tail is not None else {})}
 
 
 def expand_models(paths: list[str]) -> list[str]:
@@ -112,7 +115,7 @@ def convert_one(model_path: str, options: Options) -> dict:
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
             converted = convert(proto, shapes, input_values=values, share_weights=options.share_weights,
-                                target_ncnn=options.target_ncnn)
+                                target_ncnn=options.target_ncnn, host_tail=options.host_tail)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
     except ConversionError as exc:

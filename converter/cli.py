@@ -106,9 +106,11 @@ def cmd_convert(args) -> int:
             source = calibrated(args.model[0], args.calibrate, folder, _input_shapes(args), not args.quiet)
             return _convert_one(args, source, int8_mode(args))
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
+        if args.outputs:
+            raise UsageError("convert: --outputs names tensors of one model; convert several models one by one")
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16,
-                          args.share_weights, args.target_ncnn)
+                          args.share_weights, args.target_ncnn, host_tail=args.host_tail)
         return run_batch(args.model, options, args.jobs, args.json, _shows_progress(args))
     return _convert_one(args, args.model[0], int8_mode(args))
 
@@ -119,7 +121,8 @@ def _convert_one(args, source: str, int8: str) -> int:
     progress = Progress(label="convert") if _shows_progress(args) else None
     try:
         model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
-                        progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn)
+                        progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
+                        outputs=_output_names(args.outputs), host_tail=args.host_tail)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16)
@@ -141,11 +144,24 @@ def _convert_one(args, source: str, int8: str) -> int:
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
+    if model.tail is not None:
+        print(f"  host tail: {result['tail']['file']} runs in onnxruntime after ncnn (refused: "
+              f"{', '.join(model.tail.refused)}), on ncnn's outputs {', '.join(e['onnx'] for e in result['outputs'])}")
     print(f"  run them with the ncnn package: python {script} --check (compares with onnxruntime)")
     for entry in result["inputs"] + result["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
     return EXIT_OK
+
+
+def _output_names(text: str | None) -> list[str] | None:
+    """--outputs NAME[,NAME...]: the tensors to convert up to."""
+    if text is None:
+        return None
+    names = [n for n in text.split(",") if n]
+    if not names:
+        raise UsageError("--outputs expects NAME[,NAME...] (ONNX tensor names), got ''")
+    return names
 
 
 def _shows_progress(args) -> bool:
@@ -228,7 +244,8 @@ def cmd_verify(args) -> int:
                             broadcast_fix=not args.no_broadcast_fix, progress=progress,
                             input_values=_input_values(args.input_value), layout=args.layout,
                             precision=args.precision, int8=int8_mode(args), float_model=float_model,
-                            target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python)
+                            target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python,
+                            outputs=_output_names(args.outputs), host_tail=args.host_tail)
     finally:    # a refused model must not get a progress line after its one error line
         progress.timer.cancel()
     progress.done()
@@ -349,6 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "sample in the .bin: smaller, measured 1.2-2.5x slower in real ncnn")
     conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows "
                       "(default: float32)")
+    conv.add_argument("--outputs", metavar="NAME[,NAME...]", help="convert only what computes these ONNX "
+                      "tensors, which become the outputs (default: the model's outputs)")
+    conv.add_argument("--host-tail", action="store_true", help="where ncnn has no layers (TopK, "
+                      "NonMaxSuppression, NonZero, an If on data, ...), convert up to there and write the rest as "
+                      "<stem>_tail.onnx, which the generated script and load_ncnn(...).run run in onnxruntime "
+                      "after ncnn (default: refuse, naming the tensors to cut at)")
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
     add_int8_options(conv)
@@ -373,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(pip install ncnn); both (default: interp)")
     ver.add_argument("--precision", choices=["fp32", "fp16"], default="fp32", help="fp16: as devices "
                      "run by default (fp16 storage), judged by fp16's tolerance, not --rtol/--atol (default: fp32)")
+    ver.add_argument("--outputs", metavar="NAME[,NAME...]", help="check only what computes these ONNX tensors")
+    ver.add_argument("--host-tail", action="store_true", help="as convert --host-tail: ncnn up to the ops it "
+                     "has no layers for, the rest in onnxruntime; the whole model's outputs are compared too")
     ver.add_argument("--no-broadcast-fix", action="store_true",
                      help="skip the broadcast pass, to see what a naive conversion gets wrong")
     ver.add_argument("--json", action="store_true", help="print the report as one JSON object "

@@ -28,6 +28,7 @@ from .flatten_gather_indices import flatten_gather_indices
 from .flatten_matmul_rows import flatten_matmul_rows
 from .fold_reshape_chains import fold_reshape_chains
 from .fold_scale_into_matmul import fold_scale_into_matmul
+from .convert_einsum_transpose import convert_einsum_transpose
 from .fold_transpose_chains import fold_transpose_chains
 from .fold_constants import fold_constants
 from .fit_target_release import fit_target_release
@@ -68,6 +69,7 @@ from .sink_quantize import sink_quantize
 from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
 from .unroll_loops import unroll_loops
+from .unroll_peephole_lstm import unroll_peephole_lstm
 
 Pass = Callable[[Graph], dict]
 
@@ -104,6 +106,9 @@ PIPELINE: list[Pass] = [
     # after both (a sequence is built in an unrolled Loop or a branch): sequences read at constant
     # positions become their tensors
     resolve_sequences,
+    # once folding and inference made the length a number (inlined branches included): an LSTM with
+    # peepholes, which ncnn's LSTM lacks, is written out step by step in ONNX ops before fusions and lowering
+    unroll_peephole_lstm,
     # what still depends on run-time sizes (inlined branches included): Reshape targets become
     # ncnn expressions
     express_shapes,
@@ -160,6 +165,9 @@ PIPELINE: list[Pass] = [
     flatten_gather_indices,
     # before lowering: tensors wider than 4 ncnn axes must be merged before any layer is built
     merge_broadcast_axes,
+    # a one-operand Einsum that only reorders (SD3's unpatchify) is a Transpose: before the chain fold
+    # and the wide-axis passes below, which fit wide Transposes and not Einsums
+    convert_einsum_transpose,
     # before the split below and the axis merges: two Transposes in a row become one (or none)
     fold_transpose_chains,
     # a Transpose moving 5+ axis groups becomes two moving at most 4, so merge_wide_axes can fit both

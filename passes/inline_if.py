@@ -36,9 +36,10 @@ from collections import deque
 import numpy as np
 import onnx
 
-from converter.ir import ConversionError, Graph, Node, Tensor
+from converter.ir import Graph, Node, Tensor
 from converter.rewrite.fold import CONTROL_FLOW, fold_node
 from converter.rewrite.subgraphs import incomplete_shapes, refine_shapes, splice_subgraph
+from converter.onnx_side.cut import CutRefusal
 
 
 def inline_if(graph: Graph) -> dict:
@@ -48,6 +49,7 @@ def inline_if(graph: Graph) -> dict:
     changed: set[str] = set()                 # tensors whose value, shape or batch axis changed
     failures: dict[str, str] = {}
     refused: list[str] = []
+    refused_outputs: list[str] = []         # what a host tail would compute instead
     inlined, selects = 0, []
     work = deque(graph.topological())
     while work:
@@ -59,7 +61,7 @@ def inline_if(graph: Graph) -> dict:
             work.extendleft(reversed(spliced))
             changed.update(node.outputs)
             inlined += 1
-        elif node.op == "If" and not _input_sources(graph, node.inputs[0])[1] \
+        elif node.op == "If" and not any(_sources(graph, node.inputs[0])[1:]) \
                 and not any(_loops(node.attrs[b]) for b in ("then_branch", "else_branch")):
             # (a condition on run-time sizes has no ncnn form itself: refused below, naming the input)
             why = _why_refused(graph, node)
@@ -70,6 +72,7 @@ def inline_if(graph: Graph) -> dict:
             inlined += 1
         elif node.op in CONTROL_FLOW:
             refused.append(_why_refused(graph, node))
+            refused_outputs += node.outputs
         elif node.name in scopes or changed.intersection(node.inputs) or incomplete_shapes(graph, node):
             scopes.pop(node.name, None)
             outputs = list(node.outputs)
@@ -78,7 +81,8 @@ def inline_if(graph: Graph) -> dict:
     refused += _unequal_branches(graph, selects)
     refused += _non_finite_branches(graph, selects)
     if refused:
-        raise ConversionError("control flow ncnn cannot run, nothing written: " + "; ".join(refused))
+        raise CutRefusal("control flow ncnn cannot run, nothing written: " + "; ".join(refused),
+                         refused_outputs + [o for _, pairs, _ in selects for pair in pairs for o in pair])
     return {"ifs_inlined": inlined, "fold_failures_after_inlining": failures}
 
 
@@ -125,7 +129,14 @@ def _why_refused(graph: Graph, node: Node) -> str:
     if node.op != "If":
         return f"{node.op} node '{node.name}' (loops are not supported)"
     cond = node.inputs[0]
-    values, sizes = _input_sources(graph, cond)
+    values, sizes, data = _sources(graph, cond)
+    if data:        # how many boxes pass a threshold: no --input-shape or --input-value fixes that
+        counted = ", ".join(f"{n.op} node '{n.name}'" for n in data[:2]) + (
+            f" and {len(data) - 2} more" if len(data) > 2 else "")
+        source = f" from the values of input(s) {', '.join(values)}" if values else ""
+        return (f"If node '{node.name}' (its condition '{cond}' depends on data: on how many results {counted} "
+                f"give{'s' if len(data) == 1 else ''}, counted at run time{source}, which no --input-shape or "
+                f"--input-value fixes)")
     hints = []
     if values:
         # fixing a value helps for a setting (a sample rate, a flag), not for data such as an image
@@ -144,9 +155,20 @@ def _small(t: Tensor) -> bool:
     return t.shape is not None and None not in t.shape and int(np.prod(t.shape)) <= 4
 
 
+# ops whose output's size is a count of values (boxes over a threshold, distinct values): a size read
+# through them depends on data, which no input shape or value fixes
+DATA_SIZED = ("NonZero", "NonMaxSuppression", "Compress", "Unique")
+
+
 def _input_sources(graph: Graph, name: str) -> tuple[list[str], list[str]]:
     """The graph inputs whose values, and those whose sizes (read through Shape/Size), `name` needs."""
-    values, sizes, seen = set(), set(), set()
+    values, sizes, _ = _sources(graph, name)
+    return values, sizes
+
+
+def _sources(graph: Graph, name: str) -> tuple[list[str], list[str], list[Node]]:
+    """_input_sources, and the nodes whose output sizes count values (DATA_SIZED) on the way."""
+    values, sizes, data, seen = set(), set(), {}, set()
     stack = [(name, False)]
     while stack:
         tensor, size_only = stack.pop()
@@ -157,9 +179,13 @@ def _input_sources(graph: Graph, name: str) -> tuple[list[str], list[str]]:
             (sizes if size_only else values).add(tensor)
         producer = graph.producer(tensor)
         if producer is not None:
+            if size_only and producer.op in DATA_SIZED:       # its size is a count of its input's values
+                data[producer.name] = producer
+                stack.extend((i, False) for i in producer.inputs if i)
+                continue
             through_size = size_only or producer.op in ("Shape", "Size")
             stack.extend((i, through_size) for i in producer.inputs if i)
-    return sorted(values), sorted(sizes)
+    return sorted(values), sorted(sizes), [data[k] for k in sorted(data)]
 
 
 # ---- splicing a branch ---------------------------------------------------------

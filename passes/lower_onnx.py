@@ -8,9 +8,10 @@ from __future__ import annotations
 import networkx as nx
 
 from converter.ir import ConversionError, Graph, Node
+from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.onnx_side.cut import CutRefusal
 from converter.lowering import LOWERINGS, load_all
 from converter.lowering.common import depends_on
-from converter.ncnn_side.axes import MAX_NCNN_RANK
 
 
 def check_all_lowered(graph: Graph) -> None:
@@ -29,11 +30,12 @@ def lower_onnx(graph: Graph) -> dict:
         # name the node that uses the size in a way ncnn cannot express, not the arithmetic before it
         n = next((m for m in sizes if any(t.dtype.kind == "f" for t in map(graph.tensors.get, m.outputs) if t)),
                  sizes[0])
-        raise ConversionError(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
-                              f"{depends_on(graph, n.outputs[0])}")
+        raise CutRefusal(f"{n.describe()} computes sizes at run time, which ncnn cannot: "
+                         f"{depends_on(graph, n.outputs[0])}", [o for m in missing for o in m.outputs])
     if missing:
         listed = ", ".join(f"{n.op} ('{n.name}')" for n in missing)
-        raise ConversionError(f"unsupported ONNX ops, nothing written: {listed}")
+        raise CutRefusal(f"unsupported ONNX ops, nothing written: {listed}",
+                         [o for n in missing for o in n.outputs])
     new_inputs = [i for i in graph.inputs if graph.producer(i) is None]     # once, even run twice
     for name in new_inputs:
         _check_rank(graph, name, f"input '{name}'")
@@ -41,7 +43,12 @@ def lower_onnx(graph: Graph) -> dict:
                             origin=name))
     layers = len(new_inputs)
     for node in onnx_nodes:
-        replacement = LOWERINGS[node.op](graph, node)
+        try:
+            replacement = LOWERINGS[node.op](graph, node)
+        except CutRefusal:
+            raise
+        except ConversionError as exc:      # a host tail can run what a lowering refuses
+            raise CutRefusal(str(exc), list(node.outputs)) from None
         graph.remove_node(node)
         for new in replacement:
             graph.add_node(new)

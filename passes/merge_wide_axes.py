@@ -41,6 +41,7 @@ from converter.shapes.axis_boundaries import (
 )
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, extent, op, pin_refs
 from converter.shapes.wide_transposes import insert_wide_transpose_reshapes
+from converter.onnx_side.cut import CutRefusal
 
 
 # ---- the pass -----------------------------------------------------------------------------------------------
@@ -74,8 +75,8 @@ def _merge(graph: Graph) -> dict:
         b, groups = _plan(graph, nodes, wide, targets, keep_narrow=False)
     for t, g in groups.items():
         why = _misfit(graph, b, t, g)
-        if why:
-            raise ConversionError(why)
+        if why:         # a host tail can compute it: the cut is before the tensor that does not fit
+            raise CutRefusal(why, [t])
     groups = {t: g for t, g in groups.items() if len(g) < graph.tensors[t].rank}
     reshapes = _decouple(graph, nodes, wide, groups)
     _rewrite(graph, nodes, groups, targets)

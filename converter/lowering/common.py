@@ -88,6 +88,22 @@ def depends_on(graph: Graph, name: str) -> str:
     return f"'{name}' depends on the size of input(s) {', '.join(sorted(sources))}; fix it with {hint}"
 
 
+def value_sources(graph: Graph, name: str) -> list[str]:
+    """The graph inputs whose values (not only sizes: reads through Shape/Size stop) `name` is computed from."""
+    found, seen, stack = set(), set(), [name]
+    while stack:
+        tensor = stack.pop()
+        if tensor in seen:
+            continue
+        seen.add(tensor)
+        if tensor in graph.inputs:
+            found.add(tensor)
+        producer = graph.producer(tensor)
+        if producer is not None and producer.op not in ("Shape", "Size"):
+            stack.extend(i for i in producer.inputs if i)
+    return sorted(found)
+
+
 def ncnn_axis(graph: Graph, node: Node, name: str, axis: int) -> int:
     """ONNX axis of tensor `name` -> ncnn (numpy-order) axis; the batch axis is refused."""
     t = graph.tensors[name]

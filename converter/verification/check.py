@@ -17,13 +17,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from converter.api import NcnnModel, convert_prepared
+from converter.api import ConvertOptions, NcnnModel, convert_with_tail
 from converter.interpreter import InterpreterError, run
 from converter.interpreter.blas_threads import blas_threads, choose_threads
 from converter.ir import ConversionError, Graph, Tensor
 from converter.ncnn_side.layout import to_onnx
 from converter.ncnn_side.runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
-from converter.onnx_side.loader import graph_of_prepared, prepare_model
+from converter.onnx_side.cut import subgraph
+from converter.onnx_side.loader import prepare_model
 from converter.shapes.example_sizes import example_shapes
 from converter.shapes.int_inputs import ncnn_dtype
 from converter.verification import fp16
@@ -34,6 +35,7 @@ from converter.verification.quantization_steps import quantization_steps, within
 from converter.verification.int8_fast import check_fast
 from converter.ncnn_side.release_check import ncnn_version, release_warnings
 from converter.ncnn_side.release_sizes import NeedsFixedSizes
+from converter.verification.tail import tail_checks, whole_model_reference
 
 BACKENDS = ("interp", "ncnn", "both")
 
@@ -336,7 +338,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
            precision: str = "fp32", int8: str = "exact", float_model=None, target_ncnn: int | None = None,
-           ncnn_python: str | None = None) -> VerifyReport:
+           ncnn_python: str | None = None, outputs: list[str] | None = None, host_tail: bool = False) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
@@ -358,13 +360,14 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
+    options = ConvertOptions(broadcast_fix, None, None, int8, False, target_ncnn)
     try:
-        converted = convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix, None, None, int8,
-                                     target_ncnn)
+        converted = convert_with_tail(subgraph(proto, outputs) if outputs else proto, checker_warnings, host_tail,
+                                      options)
     except NeedsFixedSizes as fixed:    # a release without shape expressions: checked at fixed sizes
         proto = prepare_model(model, fixed.shapes(input_shapes), checker_warnings, input_values)
-        converted = fixed.noted(convert_prepared(graph_of_prepared(proto, checker_warnings), proto, broadcast_fix,
-                                                 None, None, int8, target_ncnn))
+        converted = fixed.noted(convert_with_tail(subgraph(proto, outputs) if outputs else proto, checker_warnings,
+                                                  host_tail, options))
     shapes, size_notes = example_shapes(proto, converted.graph)
     feeds = make_inputs(proto, converted.graph, inputs or {}, seed, converted.io() if layout == "ncnn" else None,
                         shapes)
@@ -405,6 +408,13 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
             whole = VerifyReport(False, [], {})
             _check_backend(b, converted, ncnn_feeds, reference, rtol, atol, whole, precision, steps, ncnn_python)
             report.end_to_end += whole.outputs
+    if converted.tail is not None:       # ncnn then the host tail: the whole model's outputs
+        whole, entries = whole_model_reference(proto, feeds), converted.io()["outputs"]
+        for b in backends:
+            blobs, error = _interp_blobs(converted, ncnn_feeds, precision) if b == "interp" else \
+                _ncnn_blobs(converted, ncnn_feeds, [e["onnx"] for e in entries], precision)
+            report.outputs += [OutputCheck(**c) for c in tail_checks(
+                converted.tail, entries, whole, feeds, b, blobs, error, rtol, atol, compare, report.warnings)]
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs) and not report.divergences
     report.precision = precision
     if precision == "fp16":         # fp32's tolerance does not fit: re-judged by fp16's

@@ -144,8 +144,10 @@ def test_gru_without_linear_before_reset_is_refused():
         convert(model)
 
 
-def test_nonzero_peepholes_and_short_sequences_are_refused():
-    for slot, name, value, message in [(7, "P", np.ones((1, 3 * HIDDEN), np.float32), "peephole"),
+def test_short_sequences_are_refused_and_peepholes_unrolled():
+    """Peepholes over a static length run unrolled (passes/unroll_peephole_lstm.py, checked against
+    onnxruntime in tests/passes/test_unroll_peephole_lstm.py); a sequence_lens shorter than T is refused."""
+    for slot, name, value, message in [(7, "P", np.ones((1, 3 * HIDDEN), np.float32), None),
                                        (4, "lens", np.array([T - 2], np.int32), "sequence_lens")]:
         model = recurrent_model("LSTM", "forward", "input")
         node = model.graph.node[0]
@@ -153,6 +155,9 @@ def test_nonzero_peepholes_and_short_sequences_are_refused():
             node.input.append("")
         node.input[slot] = name
         model.graph.initializer.append(numpy_helper.from_array(value, name))
+        if message is None:
+            assert convert(model).stats["peephole_lstms_unrolled"] == 1
+            continue
         with pytest.raises(ConversionError, match=f"LSTM node .*{message}"):
             convert(model)
 

@@ -177,7 +177,19 @@ def split_wide_reductions() -> onnx.ModelProto:
     return pool_model(5, 3, op="ReduceMax")
 
 
-CASES = {f.__name__: f for f in (expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
+def convert_einsum_transpose() -> onnx.ModelProto:
+    """SD3's unpatchify: a one-operand Einsum that only reorders six axes."""
+    from test_convert_einsum_transpose import unpatchify
+    return unpatchify()
+
+
+def unroll_peephole_lstm() -> onnx.ModelProto:
+    """An LSTM with peepholes over a static length."""
+    from test_unroll_peephole_lstm import peephole_lstm
+    return peephole_lstm()
+
+
+CASES = {f.__name__: f for f in (convert_einsum_transpose, unroll_peephole_lstm, expand_qlinear, narrow_quantize_clips, eliminate_identity_qdq, sink_quantize,
                                  carry_quantized_as_float, expand_dynamic_quantization, inline_if, express_shapes,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
                                  rewrite_division_nan_guard, merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
