@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from .decoder_layout import related_extents
 from .ir import Graph, Node
 from .op_groups import BROADCASTING, UNARY_ELEMENTWISE
 from .symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
@@ -112,6 +113,7 @@ class SymbolicShapes:
                     ref = named.setdefault(dim_name, Ref(name, axis)) if dim_name else Ref(name, axis)
                     terms.append(ref)
             self.dims[name] = tuple(terms)
+        self.dims.update(related_extents(graph, self.dims))     # a decoder's mask is past + new tokens long
 
     def of(self, name: str) -> Dims | None:
         if name in self.dims:
