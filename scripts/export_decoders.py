@@ -219,6 +219,7 @@ def main(argv=None) -> int:
                 bytes=path.stat().st_size, ops=ops)
             print(f"{path.stem}: {path.stat().st_size // 1024} KiB, {distinct} distinct tokens, "
                   f"torch vs onnxruntime {err:.1e}")
+            manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
     return 0
 
