@@ -17,6 +17,7 @@ Written by onnx2ncnn from {onnx_name}. Arrays go in and come out as the ONNX mod
 gives them (this file drops and restores the batch axis ncnn does not have).
 
     python {script} [--check] [--onnx MODEL.onnx] [NAME=FILE.npy ...]
+    python {script} --generate N [--prompt 1,2,3] [--check]      (a decoder step)
 
 Without inputs it feeds seeded random ones; --check also runs onnxruntime on the .onnx and
 compares every output (|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|; exit 1 if any differs).
@@ -169,10 +170,19 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
     script = script_path(param_path)
     def plain(text: str) -> str:         # safe inside the script's docstring
         return text.replace("\\", "/").replace('"', "'")
-    return TEMPLATE.format(
+    text = TEMPLATE.format(
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
         param_path=Path(param_path).name, bin_path=Path(bin_path).name,
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
         module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
         inputs=inputs, outputs=outputs, fixed=fixed,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs})
+    return with_generation(text, io, script.name)
+
+
+def with_generation(text: str, io: dict, script_name: str) -> str:
+    """A decoder step's script also generates tokens (converter/harness_generate.py)."""
+    from .harness_generate import generate_block
+    block = generate_block(io, script_name)
+    tail = '\n\nif __name__ == "__main__":'
+    return text if block is None else text.replace(tail, block + tail)

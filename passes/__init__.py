@@ -41,6 +41,7 @@ from .fuse_hardswish import fuse_hardswish
 from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_rmsnorm import fuse_rmsnorm
+from .fuse_rotary_embed import fuse_rotary_embed
 from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
@@ -116,6 +117,9 @@ PIPELINE: list[Pass] = [
     # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
     fuse_layernorm,
     fuse_rmsnorm,
+    # on the ONNX ops HF's apply_rotary_pos_emb writes (Slice/Neg/Concat/Mul/Add, cos and sin from
+    # Concat(freqs, freqs)), before merge_wide_axes and lowering take them apart; independent of the norms
+    fuse_rotary_embed,
     # before merge_batch_into_channels, which would take the InstanceNormalization over a batch
     fuse_groupnorm,
     # before merge_broadcast_axes and merge_wide_axes, which would merge its 5-D middle into 4 axes

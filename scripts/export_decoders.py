@@ -55,7 +55,8 @@ def configs() -> dict:
         "phi": ("PhiConfig", dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                    partial_rotary_factor=0.5)),
         "smollm3": ("SmolLM3Config", dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
-                                           num_key_value_heads=2, no_rope_layers=[1, 0])),
+                                           num_key_value_heads=2, no_rope_layers=[1, 0], pad_token_id=None,
+                                           bos_token_id=1, eos_token_id=2)),
     }
     return {name: (cls, {**common, **kw}) for name, (cls, kw) in out.items() if hasattr(transformers, cls)}
 
