@@ -27,7 +27,8 @@ Dims = tuple[Term, ...]
 REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
 SAME_SHAPE = UNARY_ELEMENTWISE | {"Softmax", "LogSoftmax", "LayerNormalization", "CumSum", "Dropout",
-                                  "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization"}
+                                  "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization",
+                                  "RMSNormalization", "RotaryEmbed"}   # RotaryEmbed: fuse_rotary_embed's ncnn layer
 
 
 def _factors(term: Term) -> tuple[int, list[Term]] | None:

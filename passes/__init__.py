@@ -34,6 +34,7 @@ from .fuse_attention import fuse_attention
 from .fuse_channel_shuffle import fuse_channel_shuffle
 from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
+from .fuse_decoder_attention import fuse_decoder_attention
 from .fuse_gelu import fuse_gelu
 from .fuse_gelu_tanh import fuse_gelu_tanh
 from .fuse_groupnorm import fuse_groupnorm
@@ -132,7 +133,10 @@ PIPELINE: list[Pass] = [
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
-    # after fuse_attention, which takes whole multi-head blocks (projections and all) first
+    # after fuse_attention, which takes whole multi-head blocks (projections and all) first; a decoder's
+    # masked attention over its cache (grouped-query heads, run-time lengths) before fuse_sdpa, which
+    # takes unmasked static blocks only
+    fuse_decoder_attention,
     fuse_sdpa,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering
