@@ -16,6 +16,7 @@ the two checks that the placeholder changes nothing.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,7 +24,8 @@ from typing import Callable
 import numpy as np
 
 from .decoder_layout import cache_pairs, is_cross, past_inputs
-from .layout import to_ncnn, to_onnx
+from .layout import sidecar_path, to_ncnn, to_onnx
+from .ncnn_runtime import NcnnRunner
 
 Step = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 TOKENS, MASK, POSITIONS, LOGITS = "input_ids", "attention_mask", "position_ids", "logits"
@@ -106,7 +108,6 @@ def interpreter_step(model) -> Step:
 
 def ncnn_step(param, bin_, record: dict, runner=None) -> Step:
     """The real ncnn runtime in a child process (converter/ncnn_runtime.NcnnRunner)."""
-    from .ncnn_runtime import NcnnRunner
     runner = runner or NcnnRunner(threads=1)
     entries = {e["onnx"]: e for e in record["inputs"]}
     outs = record["outputs"]
@@ -119,8 +120,6 @@ def ncnn_step(param, bin_, record: dict, runner=None) -> Step:
 
 
 def read_record(param_path) -> dict:
-    import json
-    from .layout import sidecar_path
     return json.loads(Path(sidecar_path(param_path)).read_text(encoding="utf-8"))
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .harness_generate import generate_block
+
 TEMPLATE = '''#!/usr/bin/env python3
 """Run {param} / {bin} with the ncnn Python package (pip install ncnn numpy).
 
@@ -182,7 +184,6 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
 
 def with_generation(text: str, io: dict, script_name: str) -> str:
     """A decoder step's script also generates tokens (converter/harness_generate.py)."""
-    from .harness_generate import generate_block
     block = generate_block(io, script_name)
     tail = '\n\nif __name__ == "__main__":'
     return text if block is None else text.replace(tail, block + tail)

@@ -33,8 +33,8 @@ from scripts.export_zoo import randomize, strip_debug_info  # noqa: E402
 import transformers  # noqa: E402
 from transformers.cache_utils import DynamicCache  # noqa: E402
 
-VOCAB, LAYERS = 384, 2
-PROMPT = [5, 77, 140, 31, 250, 9]
+VOCAB, LAYERS = 256, 2
+PROMPT = [5, 77, 140, 31, 250, 9]     # token ids < VOCAB
 GENERATE = 32
 
 
@@ -47,7 +47,7 @@ def configs() -> dict:
                                        num_key_value_heads=2, tie_word_embeddings=False)),
         "qwen3": ("Qwen3Config", dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                        num_key_value_heads=2, head_dim=16)),
-        "llama_gqa": ("LlamaConfig", dict(hidden_size=96, intermediate_size=192, num_attention_heads=6,
+        "llama_gqa": ("LlamaConfig", dict(hidden_size=96, intermediate_size=128, num_attention_heads=6,
                                            num_key_value_heads=2)),
         "gemma3": ("Gemma3TextConfig", dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                              num_key_value_heads=1, head_dim=16, sliding_window=512,

@@ -93,8 +93,10 @@ def test_decoder_layers_are_ncnns_llm_form(stem, converted):
     assert not {"MatMul", "Softmax", "Tile", "InnerProduct", "MultiHeadAttention"} & set(types), types
     per_layer = 6 if entry["family"] == "phi" else 7      # q k v o + gate up down (Phi: fc1 fc2), + the head
     assert types.count("Gemm") == per_layer * layers + 1
-    norm = "LayerNorm" if entry["family"] == "phi" else "RMSNorm"
-    assert types.count(norm) >= 2 * layers + 1
+    if entry["family"] == "phi":        # one LayerNorm per layer (attention and MLP in parallel), one final
+        assert types.count("LayerNorm") == layers + 1
+    else:                               # two per layer and a final one (Qwen3/Gemma3 also norm q and k)
+        assert types.count("RMSNorm") >= 2 * layers + 1
     assert types.count("Reduction") <= 2        # the mask's; no norm left written out
 
 
