@@ -37,6 +37,7 @@ from .fuse_attention import fuse_attention
 from .fuse_channel_shuffle import fuse_channel_shuffle
 from .fuse_conv_affine import fuse_conv_affine
 from .fuse_conv_batchnorm import fuse_conv_batchnorm
+from .fuse_decoder_attention import fuse_decoder_attention
 from .fuse_gelu import fuse_gelu
 from .fuse_gelu_tanh import fuse_gelu_tanh
 from .fuse_groupnorm import fuse_groupnorm
@@ -45,6 +46,7 @@ from .fuse_innerproduct_bias import fuse_innerproduct_bias
 from .fuse_layernorm import fuse_layernorm
 from .fuse_recurrent_cells import fuse_recurrent_cells
 from .fuse_rmsnorm import fuse_rmsnorm
+from .fuse_rotary_embed import fuse_rotary_embed
 from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
@@ -134,6 +136,9 @@ PIPELINE: list[Pass] = [
     # RMS norm of x - mean, which fuse_rmsnorm would take, leaving the mean as a separate layer
     fuse_layernorm,
     fuse_rmsnorm,
+    # on the ONNX ops HF's apply_rotary_pos_emb writes (Slice/Neg/Concat/Mul/Add, cos and sin from
+    # Concat(freqs, freqs)), before merge_wide_axes and lowering take them apart; independent of the norms
+    fuse_rotary_embed,
     # before merge_batch_into_channels, which would take the InstanceNormalization over a batch
     fuse_groupnorm,
     # before merge_broadcast_axes and merge_wide_axes, which would merge its 5-D middle into 4 axes
@@ -146,7 +151,10 @@ PIPELINE: list[Pass] = [
     # after fold_constants (head reshapes need static shapes) and before merge_broadcast_axes
     # (a fused qkv projection is cut into q, k, v through 5-D tensors that pass would merge)
     fuse_attention,
-    # after fuse_attention, which takes whole multi-head blocks (projections and all) first
+    # after fuse_attention, which takes whole multi-head blocks (projections and all) first; a decoder's
+    # masked attention over its cache (grouped-query heads, run-time lengths) before fuse_sdpa, which
+    # takes unmasked static blocks only
+    fuse_decoder_attention,
     fuse_sdpa,
     # after the Conv fusions (a fused BatchNorm rides along); a 1-D Conv over a batch ncnn
     # cannot drop becomes a 2-D one before lowering

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-from converter.shapes.runtime_fill import express_expand, express_fill, express_range
-from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
+from converter.shapes.runtime_fill import express_expand, express_fill, express_range, express_size_value
+from converter.shapes.shape_math import BINARY, ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, known_value, pin_refs
 
 from .infer_shapes import infer_shapes
@@ -126,6 +126,8 @@ def _express_fill(graph: Graph, node: Node, math: ShapeMath) -> bool:
         return express_range(graph, node, sizes[1][0])
     if node.op == "Expand" and len(sizes) == 2 and sizes[1] is not None:
         return express_expand(graph, node, sizes[1])
+    if node.op in BINARY and len(sizes) == 2 and (sizes[0] is None) != (sizes[1] is None):
+        return express_size_value(graph, node, sizes, math)
     return False
 
 

@@ -1,8 +1,8 @@
 """Fuse RMS normalization written out in ONNX ops into one RMSNormalization node (lowered to ncnn
 RMSNorm), as torch exports HF Llama/T5-style norms:
 
-    y = x / Sqrt(ReduceMean(x ** 2  or  x * x) + eps)   or   x * Reciprocal(Sqrt(...))
-    y = y * w                                            (optional, constant over the normalized axes)
+    y = x / Sqrt(ReduceMean(x ** 2  or  x * x) + eps)   or   x * Reciprocal(Sqrt(...))  or  x * (1 / Sqrt(...))
+    y = Cast(y) (float to float, optional), y * w                                            (optional, constant over the normalized axes)
 
 (keepdims mean over the trailing axes from `axis`). ncnn's RMSNorm computes these steps. eps
 outside the square root, or a mean over other axes, leave the nodes alone. One walk over the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
-from converter.rewrite.patterns import affine, inverse_std, is_square_of, trailing_mean_axis
+from converter.rewrite.patterns import affine, inverse_std, is_square_of, same_type_cast, trailing_mean_axis
 
 
 def _match(graph: Graph, mean: Node):
@@ -29,6 +29,10 @@ def _match(graph: Graph, mean: Node):
         return None
     eps, tail, y = found
     nodes = [square, mean, *tail]
+    cast = same_type_cast(graph, y)
+    if cast is not None:
+        nodes.append(cast)
+        y = cast.outputs[0]
     scale = affine(graph, y, "Mul", axis)
     weight = np.ones(graph.tensors[x].shape[axis:], np.float32) if scale is None else scale[1]
     if scale is not None:

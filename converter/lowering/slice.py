@@ -15,7 +15,7 @@ import math
 
 from converter.ncnn_side.axes import reshape_params
 from converter.ncnn_side.expression import expression_list
-from converter.shapes.symbolic import SLICE_TERMS, Renderer
+from converter.shapes.symbolic import SLICE_TERMS, Ref, Renderer, op
 
 from ..ir import Graph, Node, Tensor
 from . import lowers
@@ -84,6 +84,8 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     steps = optional_constant(graph, node, 4, "steps")
     if steps is not None and any(int(s) != 1 for s in steps.reshape(-1)):
         return _strided(graph, node, x, starts, ends, axes, [int(s) for s in steps.reshape(-1)])
+    if any(s < -1 and -x.rank <= a < x.rank and x.shape[a % x.rank] is None for s, a in zip(starts, axes)):
+        return [_last_rows(graph, node, x, out, starts, ends, axes)]
     nc_starts, nc_ends, nc_axes = [], [], []
     for start, end, axis in zip(starts, ends, axes):
         if not -x.rank <= axis < x.rank:
@@ -98,6 +100,21 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
     if not nc_axes:
         return [layer(node, graph, "Noop", [x.name], [out.name])]
     return [layer(node, graph, "Crop", [x.name], [out.name], {9: nc_starts, 10: nc_ends, 11: nc_axes})]
+
+
+def _last_rows(graph: Graph, node: Node, x: Tensor, out: Tensor, starts, ends, axes) -> Node:
+    """x[-n:] on an axis of run-time extent L (a sliding-window cache keeps its last rows): ONNX
+    starts at max(L - n, 0); a Crop expression says so."""
+    terms = {"starts": [], "ends": [], "axes": []}
+    for start, end, axis in zip(starts, ends, axes):
+        axis %= x.rank
+        if start < -1 and x.shape[axis] is None:
+            start = op("max", op("+", Ref(x.name, axis), start), 0)
+        terms["starts"].append(start)
+        terms["ends"].append(min(end, INT32_MAX))
+        terms["axes"].append(axis)
+    node.meta[SLICE_TERMS] = terms
+    return _expressed_slice(graph, node, x, out)
 
 
 def _expressed_slice(graph: Graph, node: Node, x: Tensor, out: Tensor) -> Node:

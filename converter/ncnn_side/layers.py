@@ -275,6 +275,8 @@ layer("MultiHeadAttention", (0, "embed_dim", INT, 0), (1, "num_heads", INT, 1),
                WeightSpec("out_bias", lambda p: p.weight_data_size // max(p.embed_dim, 1))))
 layer("SDPA", (5, "attn_mask", INT, 0), (6, "scale", FLOAT, 0.0), (7, "kv_cache", INT, 0),
       (18, "int8_scale_term", INT, 0))
+# RotaryEmbed: bottoms x (heads, seq, dim), cos and sin caches (seq, dim / 2) (rotaryembed.cpp)
+layer("RotaryEmbed", (0, "interleaved", INT, 0))
 
 # layers the ArgMax/Softplus/Tile/strided-Slice lowerings build
 layer("Mish")
@@ -283,7 +285,6 @@ layer("Shrink", (0, "bias", FLOAT, 0.0), (1, "lambd", FLOAT, 0.5))
 layer("Tile", (0, "axis", INT, 0), (1, "tiles", INT, 1), (2, "repeats", INTS, ()))
 layer("Flip", (0, "axes", INTS, ()))
 
-layer("RotaryEmbed", (0, "interleaved", INT, 0))     # rotaryembed.cpp (genai helper; merge with llm's)
 # ---- embeddings and RMS norm (embed.cpp, rmsnorm.cpp) ----
 # Embed reads its input blob's bits as int32 word indices (clamped to [0, input_dim)) and
 # writes one row of num_output floats per word: [words] -> [num_output, words]

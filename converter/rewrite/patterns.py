@@ -75,10 +75,10 @@ def inverse_std(graph: Graph, mean: str, num: str) -> tuple[float, list[Node], s
     div = sole_reader(graph, std, "Div", "Reciprocal")
     if div is None:
         return None
-    if div.op == "Div":
-        if div.inputs != [num, std]:
-            return None
+    if div.op == "Div" and div.inputs == [num, std]:
         return eps, [add, sqrt, div], div.outputs[0]
+    if div.op == "Div" and (div.inputs[1] != std or scalar(graph, div.inputs[0]) != 1.0):
+        return None         # else 1 / std, a reciprocal (HF Qwen/Llama's torch.rsqrt through TorchScript)
     mul = sole_reader(graph, div.outputs[0], "Mul")
     if mul is None or other(mul, div.outputs[0]) != num:
         return None
@@ -141,3 +141,13 @@ def read_only_inside(graph: Graph, nodes: list[Node], last: Node) -> bool:
             if out in graph.outputs or any(c.name not in names for c in graph.consumers(out)):
                 return False
     return True
+
+
+def same_type_cast(graph: Graph, name: str) -> Node | None:
+    """The only reader of `name` when it is a Cast that changes nothing (float32 to float32: HF's
+    norms cast to float and back)."""
+    node = sole_reader(graph, name, "Cast")
+    if node is None or graph.tensors[name].dtype != np.float32 \
+            or graph.tensors[node.outputs[0]].dtype != np.float32:
+        return None
+    return node

@@ -129,3 +129,25 @@ def express_expand(graph: Graph, node: Node, terms: list[Term]) -> bool:
     target = [1] * (rank - len(terms)) + [known_value(t) for t in terms]
     out.shape = tuple(a if b == 1 else b if a == 1 else (a or b) for a, b in zip(aligned, target))
     return True
+
+
+def express_size_value(graph: Graph, node: Node, sizes: list, math) -> bool:
+    """A run-time size used as a number by data arithmetic (a decoder's cache_position =
+    arange(T) + past length): the size as a tensor, ReduceSum(ones([n + 1])) - 1 (never an empty
+    fill, which ncnn cannot hold). Only a size that is one term, added to or multiplying a computed
+    (not constant) tensor."""
+    k = 0 if sizes[0] is not None else 1
+    name, other = node.inputs[k], node.inputs[1 - k]
+    if len(sizes[k]) != 1 or isinstance(sizes[k][0], int) or graph.value(other) is not None \
+            or graph.tensors[name].rank not in (0, 1) or node.op not in ("Add", "Sub", "Mul"):
+        return False
+    ones = _filled(graph, node, [op("+", sizes[k][0], 1)], 1.0, f"{name}_ones")
+    total = graph.add_tensor(Tensor(graph.fresh_name(f"{name}_count"), (), np.dtype(np.float32))).name
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_count"), "ReduceSum", [ones], [total],
+                        attrs={"keepdims": 0}, origin=node.origin or node.name))
+    one = graph.add_constant(f"{name}_one", np.array(1, dtype=np.float32)).name
+    value = graph.add_tensor(Tensor(graph.fresh_name(f"{name}_value"), graph.tensors[name].shape,
+                                    graph.tensors[name].dtype)).name
+    _binary(graph, node, "Sub", total, one, value)
+    graph.replace_input(node, k, value)
+    return True

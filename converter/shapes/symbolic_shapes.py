@@ -21,10 +21,12 @@ from converter.ir import Graph, Node
 from converter.op_groups import BROADCASTING, REDUCE, UNARY_ELEMENTWISE
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, Ref, Term, op, refs
 from converter.shapes.window_extents import WINDOWED, transposed_extents, windowed_extents
+from converter.shapes.decoder_layout import related_extents
 
 Dims = tuple[Term, ...]
 SAME_SHAPE = UNARY_ELEMENTWISE | {"Softmax", "LogSoftmax", "LayerNormalization", "CumSum", "Dropout",
-                                  "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization"}
+                                  "InstanceNormalization", "BatchNormalization", "SimplifiedLayerNormalization",
+                                  "RMSNormalization", "RotaryEmbed"}   # RotaryEmbed: fuse_rotary_embed's ncnn layer
 
 
 def _factors(term: Term) -> tuple[int, list[Term]] | None:
@@ -110,6 +112,7 @@ class SymbolicShapes:
                     ref = named.setdefault(dim_name, Ref(name, axis)) if dim_name else Ref(name, axis)
                     terms.append(ref)
             self.dims[name] = tuple(terms)
+        self.dims.update(related_extents(graph, self.dims))     # a decoder's mask is past + new tokens long
 
     def of(self, name: str) -> Dims | None:
         if name in self.dims:

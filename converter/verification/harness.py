@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from converter.verification.harness_generate import generate_block
+
 TEMPLATE = '''#!/usr/bin/env python3
 """Run {param} / {bin} with the ncnn Python package (pip install ncnn numpy).
 
@@ -17,6 +19,7 @@ Written by onnx2ncnn from {onnx_name}. Arrays go in and come out as the ONNX mod
 gives them (this file drops and restores the batch axis ncnn does not have).
 
     python {script} [--check] [--onnx MODEL.onnx] [--ncnn-python PATH] [NAME=FILE.npy ...]
+    python {script} --generate N [--prompt 1,2,3] [--check]      (a decoder step)
 
 Without inputs it feeds seeded random ones; --check also runs onnxruntime on the .onnx and
 compares every output (|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|; exit 1 if any differs).
@@ -239,7 +242,7 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
     script = script_path(param_path)
     def plain(text: str) -> str:         # safe inside the script's docstring
         return text.replace("\\", "/").replace('"', "'")
-    return TEMPLATE.format(
+    text = TEMPLATE.format(
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
         param_path=Path(param_path).name, bin_path=Path(bin_path).name,
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
@@ -247,3 +250,11 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         inputs=inputs, outputs=outputs, fixed=fixed, tail_block=tail_block,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
+    return with_generation(text, io, script.name)
+
+
+def with_generation(text: str, io: dict, script_name: str) -> str:
+    """A decoder step's script also generates tokens (converter/verification/harness_generate.py)."""
+    block = generate_block(io, script_name)
+    tail = '\n\nif __name__ == "__main__":'
+    return text if block is None else text.replace(tail, block + tail)

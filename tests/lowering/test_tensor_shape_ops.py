@@ -212,10 +212,12 @@ def test_slice_dynamic_extent(starts, ends, axes, tmp_path):
     check_in_ncnn(model, tmp_path, dims={"T": 5})
 
 
-def test_slice_negative_start_on_dynamic_extent_is_refused(tmp_path):
+def test_slice_negative_start_on_dynamic_extent_takes_the_last_rows(tmp_path):
+    """x[:, -2:] on a run-time axis (a sliding-window cache) is a Crop from max(T - 2, 0): one file
+    right both where ONNX clamps the start (T = 1) and where it does not."""
     model = one_node("Slice", [1, "T", 8], [("starts", [-2]), ("ends", [BIG]), ("axes", [1])])
-    with pytest.raises(ConversionError, match="start -2 on an axis of unknown extent"):
-        check_in_ncnn(model, tmp_path)
+    converted = assert_one_file_many_sizes(model, tmp_path, [(1,), (2,), (5,)], dims=("T",))
+    assert ops(converted) == ["Crop"]
 
 
 def test_slice_whole_or_batch_only_is_noop(tmp_path):

@@ -43,6 +43,8 @@ class Builder:
             std = self.op("Sqrt", self.op("Add", mean, self.const(EPS)))
         if form == "div":
             return self.op("Div", num, std)
+        if form.startswith("one_over"):     # HF's torch.rsqrt through TorchScript: x * (1 / std)
+            return self.op("Mul", num, self.op("Div", self.const(np.float32(form[8:] or 1.0)), std))
         return self.op("Mul", self.op("Reciprocal", std), num)
 
 
@@ -60,9 +62,12 @@ def layernorm(square="pow", divide="div", gamma=(8,), beta=(8,), axes=(-1,), ops
     return make_model(b.nodes, [("x", list(shape))], outputs, b.inits, opset=opset)
 
 
-def rmsnorm(square="pow", divide="recip", weight=(8,), axes=(-1,), opset=13, eps_after_sqrt=False):
+def rmsnorm(square="pow", divide="recip", weight=(8,), axes=(-1,), opset=13, eps_after_sqrt=False, cast=None):
     b = Builder(opset)
     y = b.divide("x", b.mean(b.square("x", square), axes), divide, eps_after_sqrt)
+    if cast is not None:        # HF casts the normalized value back to the input's dtype
+        y = b.op("Cast", y, to=cast)
+        y = y if cast == 1 else b.op("Cast", y, to=1)
     if weight is not None:
         y = b.op("Mul", y, b.const(RNG.uniform(0.5, 1.5, weight).astype(np.float32)))
     b.nodes[-1].output[0] = "y"
@@ -125,6 +130,7 @@ RMSNORM_FIRES = {
     "llama: pow, reciprocal, weight": {},
     "x * x, div": {"square": "mul", "divide": "div"},
     "no weight, axes input": {"weight": None, "opset": 18},
+    "qwen/llama torchscript: x * (1 / sqrt), cast to float": {"divide": "one_over", "cast": 1},
 }
 
 
@@ -133,7 +139,13 @@ def test_rmsnorm_fuses(variant, tmp_path):
     check(rmsnorm(**variant), tmp_path, "rmsnorm_fused", "RMSNorm", True)
 
 
-@pytest.mark.parametrize("variant", [{"eps_after_sqrt": True}, {"axes": (1,), "weight": None}],
-                         ids=["eps added after the square root", "mean over a non-last axis"])
+RMSNORM_MISSES = {
+    "eps added after the square root": {"eps_after_sqrt": True},
+    "mean over a non-last axis": {"axes": (1,), "weight": None},
+    "x * (2 / sqrt)": {"divide": "one_over2.0"},
+}
+
+
+@pytest.mark.parametrize("variant", RMSNORM_MISSES.values(), ids=RMSNORM_MISSES.keys())
 def test_rmsnorm_near_misses_stay_unfused(variant, tmp_path):
     check(rmsnorm(**variant), tmp_path, "rmsnorm_fused", "RMSNorm", False)

@@ -1,0 +1,137 @@
+"""Greedy generation on a converted decoder step: prefill a prompt, then decode one token per call,
+carrying each `present.*` output into the matching `past_key_values.*` input of the next call, as
+a C++ host loop does with ncnn::Extractor.
+
+Which inputs are the cache and which outputs feed them comes from the names in the io record
+(converter/shapes/decoder_layout.py): nothing here knows a model family. Inputs that are neither the
+tokens, the mask, the positions nor a self-attention cache (an encoder-decoder step's cross
+caches, encoder states) are passed as `fixed` feeds, the same at every call.
+
+ncnn cannot hold an empty Mat (a zero-length past fed to the pip runtime segfaulted, 2026-11-28),
+so a file's first call cannot take past length 0. The loop starts instead from `slots` cache rows
+of zeros that the attention mask marks absent (mask 0): a masked key gets the mask's minimum and
+contributes exactly nothing after the softmax, and positions come from position_ids, not from the
+cache length. onnxruntime runs the same loop with slots=0 (a true empty past), so a comparison of
+the two checks that the placeholder changes nothing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from converter.shapes.decoder_layout import cache_pairs, is_cross, past_inputs
+from converter.ncnn_side.layout import sidecar_path, to_ncnn, to_onnx
+from converter.ncnn_side.runtime import NcnnRunner
+
+Step = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+TOKENS, MASK, POSITIONS, LOGITS = "input_ids", "attention_mask", "position_ids", "logits"
+
+
+@dataclass
+class Generated:
+    tokens: list[int]
+    logits: list[np.ndarray] = field(default_factory=list)    # the last position's logits per step
+
+
+def decoder_io(record: dict) -> dict:
+    """What a host loop needs from an io record: the self-attention cache inputs (each with its
+    ONNX shape and the axis that grows), the present output feeding each, the other inputs."""
+    inputs = {e["onnx"]: e for e in record["inputs"]}
+    outputs = [e["onnx"] for e in record["outputs"]]
+    pairs = {p: q for p, q in cache_pairs(inputs, outputs).items() if not is_cross(q)}
+    caches = {}
+    for name in past_inputs(inputs):
+        if is_cross(name):
+            continue
+        shape = inputs[name]["onnx_shape"]
+        grow = [i for i, d in enumerate(shape) if d is None]
+        if len(grow) != 1 or name not in pairs.values():
+            raise ValueError(f"{name}: not a cache with one growing axis and a present output "
+                             f"(shape {shape}; outputs {', '.join(outputs)})")
+        caches[name] = (shape, grow[0])
+    if TOKENS not in inputs or LOGITS not in outputs or not caches:
+        raise ValueError("not a decoder step: it needs input_ids, past_key_values.* inputs, "
+                         "logits and present.* outputs")
+    others = [n for n in inputs if n not in caches and n not in (TOKENS, MASK, POSITIONS)]
+    return {"caches": caches, "pairs": pairs, "others": others, "inputs": list(inputs)}
+
+
+def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int = 0,
+           fixed: dict[str, np.ndarray] | None = None) -> Generated:
+    """Greedy generation: `step` maps ONNX-named feeds to ONNX-named outputs; `io` is
+    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past."""
+    fixed = dict(fixed or {})
+    missing = [n for n in io["others"] if n not in fixed]
+    if missing:
+        raise ValueError(f"inputs {', '.join(missing)} need values (fixed=...)")
+    past = {}
+    for name, (shape, axis) in io["caches"].items():
+        dims = [slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
+        past[name] = np.zeros(dims, np.float32)
+    mask = [0] * slots
+    position, ids, out = 0, list(prompt), Generated([])
+    for _ in range(new_tokens):
+        mask += [1] * len(ids)
+        feeds = {TOKENS: np.array([ids], np.int64), **past, **fixed}
+        if MASK in io["inputs"]:
+            feeds[MASK] = np.array([mask], np.int64)
+        if POSITIONS in io["inputs"]:
+            feeds[POSITIONS] = np.arange(position, position + len(ids), dtype=np.int64)[None]
+        result = step(feeds)
+        last = np.asarray(result[LOGITS], np.float32).reshape(-1, result[LOGITS].shape[-1])[-1]
+        out.logits.append(last)
+        out.tokens.append(int(np.argmax(last)))
+        past = {io["pairs"][p]: np.asarray(result[p], np.float32) for p in io["pairs"]}
+        position += len(ids)
+        ids = [out.tokens[-1]]
+    return out
+
+
+def onnxruntime_step(onnx_path) -> Step:
+    import onnxruntime
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    wanted = {i.name for i in session.get_inputs()}
+    return lambda feeds: dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
+
+
+def interpreter_step(model) -> Step:
+    """An NcnnModel (converter.api.load_ncnn or convert) run by the numpy interpreter."""
+    return lambda feeds: model.run(feeds)
+
+
+def ncnn_step(param, bin_, record: dict, runner=None) -> Step:
+    """The real ncnn runtime in a child process (converter/ncnn_runtime.NcnnRunner)."""
+    runner = runner or NcnnRunner(threads=1)
+    entries = {e["onnx"]: e for e in record["inputs"]}
+    outs = record["outputs"]
+
+    def run(feeds):
+        blobs = {entries[k]["ncnn"]: to_ncnn(v, entries[k]) for k, v in feeds.items() if k in entries}
+        got = runner.run(param, bin_, blobs, [e["ncnn"] for e in outs])
+        return {e["onnx"]: to_onnx(got[e["ncnn"]], e) for e in outs}
+    return run
+
+
+def read_record(param_path) -> dict:
+    return json.loads(Path(sidecar_path(param_path)).read_text(encoding="utf-8"))
+
+
+def compare(reference: Generated, got: Generated, rtol: float) -> list[str]:
+    """Step by step: equal tokens, and max |dlogit| <= rtol * max |reference logit| at each step.
+    Returns one line per differing step (empty when all agree)."""
+    problems = []
+    for k, (a, b) in enumerate(zip(reference.logits, got.logits)):
+        err, scale = float(np.abs(a - b).max()), float(np.abs(a).max())
+        if reference.tokens[k] != got.tokens[k] or err > rtol * scale:
+            problems.append(f"step {k}: token {got.tokens[k]} (reference {reference.tokens[k]}), "
+                            f"max |dlogit| {err:.3g} of {scale:.3g}")
+    if len(reference.tokens) != len(got.tokens):
+        problems.append(f"{len(got.tokens)} tokens, reference {len(reference.tokens)}")
+    return problems

@@ -1,0 +1,62 @@
+"""Which inputs of an autoregressive decoder step are its cache, and what relates their lengths.
+
+An exported decoder step (Hugging Face optimum's layout, transformers modules through either torch
+exporter, onnxruntime-genai's builder) takes its cache as inputs named `past_key_values.N.key` /
+`.value` (also `past_key_values.N.decoder.key`, `past.N.key`, ...) with a run-time length P, the new
+tokens `input_ids` (1, T), and an `attention_mask` over the whole sequence (1, P + T); it gives the
+cache one step longer as outputs named `present.N.key` / `.value` (`present_key_values...`).
+
+The exporters name the three lengths apart (`past`, `seq`, `total`; dynamo's `s15`, `s70`, `s53`):
+nothing in the file says that the mask is P + T long, yet the mask is what the exported masking
+code gathers at arange(P + T). The layout's contract says so; `related_extents` writes it down for
+the run-time size terms (converter/shapes/symbolic_shapes.py), so that gather is seen to change nothing.
+An encoder-decoder step's cross-attention cache (`...encoder.key`, `cross`) has the encoder's fixed
+length and is not related.
+
+`cache_pairs` pairs each present output with the past input it feeds in the next call: the host
+loop's contract (converter/generation.py).
+"""
+from __future__ import annotations
+
+import re
+
+from converter.shapes.symbolic import Ref, Term, op
+
+_PAST = re.compile(r"^(?:past_key_values|past_key_value|past)[._](.+)$")
+_PRESENT = re.compile(r"^(?:present_key_values|present_key_value|present)[._](.+)$")
+_CROSS = ("encoder", "cross")
+
+
+def past_inputs(names) -> list[str]:
+    return [n for n in names if _PAST.match(n)]
+
+
+def is_cross(name: str) -> bool:
+    """A cross-attention cache: fixed over the generation (the encoder's keys and values)."""
+    return any(word in name.lower() for word in _CROSS)
+
+
+def cache_pairs(inputs, outputs) -> dict[str, str]:
+    """present output -> the past input it becomes in the next call, matched by the name's tail
+    (`present.0.key` -> `past_key_values.0.key`)."""
+    by_tail = {_PAST.match(n).group(1): n for n in past_inputs(inputs)}
+    pairs = {}
+    for name in outputs:
+        m = _PRESENT.match(name)
+        if m and m.group(1) in by_tail:
+            pairs[name] = by_tail[m.group(1)]
+    return pairs
+
+
+def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple[Term, ...]]:
+    """dims of `attention_mask` with its run-time length written as past length + new tokens,
+    when the graph's inputs have the decoder layout (else nothing)."""
+    self_past = [n for n in past_inputs(graph.inputs) if not is_cross(n)]
+    mask, ids = dims.get("attention_mask"), dims.get("input_ids")
+    if not self_past or mask is None or ids is None or len(mask) != 2 or len(ids) != 2:
+        return {}
+    past = dims.get(self_past[0])
+    if past is None or len(past) != 4 or not isinstance(past[2], Ref) or not isinstance(ids[1], Ref) \
+            or not isinstance(mask[1], Ref):
+        return {}
+    return {"attention_mask": (mask[0], op("+", past[2], ids[1]))}

@@ -1,0 +1,107 @@
+"""The `--generate N` mode of `<stem>_ncnn.py` for a decoder step (converter/generation.py's loop,
+written out so that the script needs numpy and ncnn only): prefill a prompt, decode N tokens
+greedily carrying present -> past between calls; with --check, onnxruntime runs the same loop on
+the .onnx (from a true empty past) and tokens and logits are compared step by step."""
+from __future__ import annotations
+
+from converter.generation import decoder_io
+
+GENERATE = '''
+
+# ---- decoder step: greedy generation (python {script} --generate N [--prompt 1,2,3] [--check]) ----
+CACHES = {caches!r}   # past input -> (ONNX shape, the axis that grows)
+PRESENT = {pairs!r}   # present output -> the past input it becomes in the next call
+OTHERS = {others!r}   # other inputs: the same value at every call (fed from NAME=FILE.npy)
+# ncnn cannot hold an empty Mat: the first call gets one cache row of zeros that the mask marks absent
+SLOTS = 1
+
+
+def generate(run, prompt, steps, slots, fixed):
+    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs."""
+    past = {{n: np.zeros([slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)],
+                        np.float32) for n, (shape, axis) in CACHES.items()}}
+    names = {{e["onnx"] for e in INPUTS}}
+    mask, position, ids, tokens, logits = [0] * slots, 0, list(prompt), [], []
+    for _ in range(steps):
+        mask += [1] * len(ids)
+        feeds = {{"input_ids": np.array([ids], np.int64), **past, **fixed}}
+        if "attention_mask" in names:
+            feeds["attention_mask"] = np.array([mask], np.int64)
+        if "position_ids" in names:
+            feeds["position_ids"] = np.arange(position, position + len(ids), dtype=np.int64)[None]
+        out = run(feeds)
+        last = np.asarray(out["logits"], np.float32).reshape(-1, out["logits"].shape[-1])[-1]
+        logits.append(last)
+        tokens.append(int(np.argmax(last)))
+        past = {{PRESENT[p]: np.asarray(out[p], np.float32) for p in PRESENT}}
+        position += len(ids)
+        ids = [tokens[-1]]
+    return tokens, logits
+
+
+def generate_main(argv, steps):
+    prompt = [1, 2, 3]
+    if "--prompt" in argv:
+        at = argv.index("--prompt")
+        prompt, argv = [int(t) for t in argv[at + 1].split(",")], argv[:at] + argv[at + 2:]
+    check_wanted = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    onnx_path = ONNX
+    if "--onnx" in argv:
+        at = argv.index("--onnx")
+        onnx_path, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    fixed = {{name: np.load(path) for name, _, path in (a.partition("=") for a in argv)}}
+    missing = [n for n in OTHERS if n not in fixed]
+    if missing:
+        sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
+    model = Model(threads=1)
+    tokens, logits = generate(model.run, prompt, steps, SLOTS, fixed)
+    print("tokens:", " ".join(map(str, tokens)))
+    if not check_wanted:
+        return
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    wanted = {{i.name for i in session.get_inputs()}}
+    fixed_onnx = {{name: np.asarray(value, dtype) for name, (value, dtype) in FIXED.items()}}
+    run = lambda feeds: dict(zip(names, session.run(names, {{**{{k: v for k, v in feeds.items() if k in wanted}},
+                                                              **fixed_onnx}})))  # noqa: E731
+    ref_tokens, ref_logits = generate(run, prompt, steps, 0, fixed)
+    passed = True
+    for k, (a, b) in enumerate(zip(ref_logits, logits)):
+        error, scale = float(np.abs(a - b).max()), float(np.abs(a).max())
+        ok = ref_tokens[k] == tokens[k] and error <= 1e-4 * scale
+        passed &= ok
+        if not ok:
+            print(f"MISMATCH step {{k}}: token {{tokens[k]}}, onnxruntime {{ref_tokens[k]}}, "
+                  f"max |dlogit| {{error:.3g}} of {{scale:.3g}}")
+    print(f"{{'ok' if passed else 'MISMATCH'}}: {{len(tokens)}} tokens equal to onnxruntime's, logits within "
+          f"1e-4 of the largest at every step" if passed else "MISMATCH")
+    sys.exit(0 if passed else 1)
+
+
+_main = main
+
+
+def main(argv):
+    if "--generate" in argv:
+        at = argv.index("--generate")
+        try:
+            steps = int(argv[at + 1])
+        except (IndexError, ValueError):
+            sys.exit("--generate needs a number of tokens")
+        return generate_main(argv[:at] + argv[at + 2:], steps)
+    if "--check" in argv and not any("=" in a for a in argv):
+        # random inputs would not be a decoder's (the mask must be past + new tokens long): generate
+        return generate_main(argv, 8)
+    return _main(argv)
+'''
+
+
+def generate_block(record: dict, script_name: str) -> str | None:
+    """The script text that adds --generate, for a decoder step's io record; None for others."""
+    try:
+        io = decoder_io(record)
+    except (ValueError, KeyError):
+        return None
+    return GENERATE.format(script=script_name, caches=io["caches"], pairs=io["pairs"], others=io["others"])
