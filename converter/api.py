@@ -13,10 +13,10 @@ from passes import run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .example_sizes import example_shapes
-from .int_inputs import ncnn_dtype
+from .int_inputs import ncnn_dtype, output_dtype
 from .interpreter import Plan
 from .ir import Graph
-from .layout import (
+from .layout import (held_as, 
     LAYOUTS,
     declared_inputs,
     read_sidecar,
@@ -57,16 +57,17 @@ class NcnnModel:
             return self.record
         names = self.names.blob
 
-        def entry(name: str) -> dict:
+        def entry(name: str, output: bool = False) -> dict:
             t = self.graph.tensors[name]
             onnx_shape = t.onnx_shape or t.shape
             batch_axis = t.batch_axis if t.onnx_shape is None else t.onnx_batch_axis
             return {"onnx": name, "ncnn": names[name],
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
-                    "batch_axis": batch_axis, "dtype": ncnn_dtype(self.graph, name)}
+                    "batch_axis": batch_axis,
+                    "dtype": (output_dtype if output else ncnn_dtype)(self.graph, name)}
         return {"inputs": [entry(n) for n in self.graph.inputs],
-                "outputs": [entry(n) for n in self.graph.outputs]}
+                "outputs": [entry(n, output=True) for n in self.graph.outputs]}
 
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
              extra: dict | None = None) -> None:
@@ -94,8 +95,8 @@ class NcnnModel:
             outputs = [e["ncnn"] for e in self.record["outputs"]]   # not blobs the file leaves unused
         feeds = {blob(k): to_ncnn(v, entries[k], layout) if k in entries else v for k, v in feeds.items()}
         result = self._run_ncnn_layout(feeds, None if outputs is None else [blob(o) for o in outputs])
-        if layout == "ncnn":
-            return result
+        if layout == "ncnn":        # int32 bits an input passed through stay int32 (held_as)
+            return {k: held_as(v, entries[k].get("dtype")) if k in entries else v for k, v in result.items()}
         # ONNX names and layout, as onnxruntime gives them
         return {entries[k]["onnx"] if k in entries else k: to_onnx(v, entries[k]) if k in entries else v
                 for k, v in result.items()}

@@ -23,7 +23,8 @@ from .divergence import Divergence
 from .example_sizes import example_shapes
 from .forced_layers import forced_model
 from .image_input import ImageSpec
-from .int_inputs import ncnn_dtype
+from .int_inputs import ncnn_dtype, output_dtype
+from .layout import held_as
 from .interpreter import InterpreterError, run
 from .interpreter.blas_threads import blas_threads, choose_threads
 from .ir import ConversionError, Graph, Tensor
@@ -225,7 +226,8 @@ def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
 
 def _interp_blobs(model: NcnnModel, feeds: dict, precision: str) -> tuple[dict, Exception | None]:
     try:
-        return run(model.graph, feeds, keep=True, fp16=precision == "fp16"), None
+        blobs = run(model.graph, feeds, keep=True, fp16=precision == "fp16")
+        return {k: held_as(v, output_dtype(model.graph, k)) for k, v in blobs.items()}, None
     except InterpreterError as exc:
         return getattr(exc, "blobs", {}), exc
 
@@ -242,7 +244,7 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
                               precision, threads=choose_threads() or 2)
         except (NcnnCrash, NcnnError) as exc:
             return {}, exc
-    return {w: result[names[w]] for w in wanted}, None
+    return {w: held_as(result[names[w]], output_dtype(model.graph, w)) for w in wanted}, None
 
 
 def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,
