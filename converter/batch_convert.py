@@ -19,6 +19,7 @@ from .api import NcnnModel, convert, output_paths
 from .fp16 import weight_warnings
 from .harness import harness_script, script_path
 from .ir import ConversionError
+from .isolated_inference import signal_name
 from .onnx_loader import read_model
 from .pnnx_args import pnnx_input_shapes
 
@@ -143,13 +144,19 @@ def convert_many(models: list[str], options: Options, jobs: int,
             except EOFError:
                 worker.join()
                 row = {"model": model, "status": "error", "seconds": None,
-                       "error": f"the worker process died (exit code {worker.exitcode}; out of memory?)"}
+                       "error": worker_death(worker.exitcode)}
             receive.close()
             worker.join()
             rows[model] = row
             if on_done is not None:
                 on_done(row, len(rows))
     return [rows[m] for m in models]
+
+
+def worker_death(exitcode: int | None) -> str:
+    """Why a worker ended without a row: the kernel's SIGKILL is most often the out-of-memory killer."""
+    how = signal_name(exitcode)
+    return f"the worker process died ({how}{'; out of memory?' if how == 'SIGKILL' else ''})"
 
 
 def _worker(send, model: str, options: Options) -> None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
+from onnx import external_data_helper, numpy_helper, version_converter
 
 from .batch_axis import assign_batch_axes
 from .contrib_qdq import standardize_contrib_qdq
+from .isolated_inference import infer_shapes_isolated
 from .onnx_defaults import fill_defaults
 from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
@@ -287,8 +288,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     if warnings is not None:
         warnings.extend(overridden)
     try:
-        proto = infer_with_qoperators(
-            proto, lambda p: shape_inference.infer_shapes(p, check_type=True, data_prop=True))
+        proto = infer_with_qoperators(proto, infer_shapes_isolated(warnings))   # a native abort cannot end us
     except ConversionError:
         raise
     except Exception as exc:
