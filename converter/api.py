@@ -13,6 +13,7 @@ from passes import run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
 from .example_sizes import example_shapes
+from .index_ranges import index_limits, random_high
 from .int_inputs import ncnn_dtype, output_dtype
 from .interpreter import Plan
 from .ir import Graph
@@ -146,6 +147,8 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     stats = run_pipeline(graph, skip=set() if broadcast_fix else {fix_broadcast}, progress=progress)
     stats["warnings"] = list(graph.warnings)
     stats["example_shapes"], stats["example_notes"] = examples
+    limits = index_limits(proto)        # random integers the generated script draws stay inside tables
+    stats["random_high"] = {name: random_high(limits, name) for name in graph.inputs}
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
     stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))
                              for t in proto.graph.initializer if t.name in (input_values or {})}

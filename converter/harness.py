@@ -96,7 +96,8 @@ def random_inputs(seed=0):
         if np.dtype(entry["onnx_dtype"]).kind == "f":
             feeds[entry["onnx"]] = rng.uniform(-1, 1, shape).astype(entry["onnx_dtype"])
         else:
-            feeds[entry["onnx"]] = rng.integers(0, 4, shape).astype(entry["onnx_dtype"])
+            # below the smallest table the input indexes; 0 or 1 (a mask) where it indexes none
+            feeds[entry["onnx"]] = rng.integers(0, entry["random_high"], shape).astype(entry["onnx_dtype"])
     return feeds
 
 
@@ -165,8 +166,9 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
     io = model.io()
     onnx_dtypes = {name: str(model.graph.tensors[name].dtype) for name in model.graph.inputs}
     keys = ("onnx", "ncnn", "onnx_shape", "ncnn_shape", "batch_axis", "dtype")
-    inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32")}
-              for e in io["inputs"]]
+    highs = model.stats.get("random_high", {})
+    inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32"),
+               "random_high": highs.get(e["onnx"], 4)} for e in io["inputs"]]
     outputs = [{k: e[k] for k in keys} for e in io["outputs"]]
     folder = Path(param_path).resolve().parent
     script = script_path(param_path)

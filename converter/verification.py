@@ -23,6 +23,7 @@ from .divergence import Divergence
 from .example_sizes import example_shapes
 from .forced_layers import forced_model
 from .image_input import ImageSpec
+from .index_ranges import index_limits, random_high
 from .int_inputs import ncnn_dtype, output_dtype
 from .layout import held_as
 from .interpreter import InterpreterError, run
@@ -106,6 +107,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
     shapes = shapes if shapes is not None else example_shapes(proto, graph)[0]
     feeds = {}
     known = {i.name for i in proto.graph.initializer}
+    limits = index_limits(proto)         # ids stay inside every table they index
     unknown = sorted(set(given) - set(graph.inputs))
     if unknown:
         raise ConversionError(f"--input names unknown input(s) {', '.join(unknown)}; "
@@ -134,7 +136,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
         if t.dtype.kind == "f":
             feeds[vi.name] = rng.uniform(-1.0, 1.0, shape).astype(t.dtype)
         elif t.dtype.kind in "iu":
-            feeds[vi.name] = rng.integers(0, 4, shape).astype(t.dtype)
+            feeds[vi.name] = rng.integers(0, random_high(limits, vi.name), shape).astype(t.dtype)
         else:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(t.dtype)
     return feeds
