@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -21,7 +22,10 @@ from .ir import ConversionError
 from .layout import LAYOUTS, LayoutError, to_ncnn
 from .onnx_loader import read_model
 from .pnnx_args import pnnx_input_shapes, split_pnnx_args
+from .interpreter.blas_threads import ENV as BLAS_ENV, choose_threads
 from .reader import NcnnFormatError
+from .run_command import (add_run_options, check_input_names, check_output_path, run_real_ncnn, save_outputs,
+                          time_real_ncnn, time_runs, timing_line)
 from .verification import verify
 from .verify_report import check_report_path, text_table, write_report
 
@@ -157,6 +161,10 @@ def _npy_inputs(items: list[str] | None) -> dict:
             arrays[name] = parse_image_spec(name, path)
             continue
         try:
+            with open(path, "rb") as f:
+                if f.read(6) != b"\x93NUMPY":      # a text file would get numpy's allow_pickle advice
+                    raise UsageError(f"--input {name}: {path} is not a .npy file (numpy.save's format) "
+                                     f"nor a PNG/PPM/PGM image")
             arrays[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise UsageError(f"--input {name}: cannot read {path}: {exc}") from None
@@ -250,15 +258,32 @@ def _images_as_arrays(model, feeds: dict, layout: str) -> dict:
 
 
 def cmd_run(args) -> int:
+    out = check_output_path(args.output)
+    if args.threads and args.backend == "interp":
+        os.environ[BLAS_ENV] = str(args.threads)        # read when the run's plan is built
     try:
         model = load_ncnn(args.param, args.bin)
-        outputs = model.run(_images_as_arrays(model, _npy_inputs(args.input), args.layout), layout=args.layout)
+        feeds = _npy_inputs(args.input)
+        check_input_names(model, feeds)
+        feeds = _images_as_arrays(model, feeds, args.layout)
+        if args.backend == "ncnn":
+            outputs = run_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2)
+        else:
+            outputs = model.run(feeds, layout=args.layout)
+        timing = None
+        if args.time and args.backend == "ncnn":
+            timing = time_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2,
+                                    args.warmup, args.time)
+        elif args.time:
+            timing = time_runs(lambda: model.run(feeds, layout=args.layout), args.warmup, args.time)
     except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
-    if args.output:
-        np.savez(args.output, **outputs)
+    if out is not None:
+        save_outputs(out, outputs)
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)}, mean {float(value.mean()):.6g}")
+    if timing is not None:
+        print(timing_line(args.backend, args.threads or (2 if args.backend == "ncnn" else choose_threads()), timing))
     return EXIT_OK
 
 
@@ -327,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     ver.set_defaults(func=cmd_verify)
 
-    run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
+    run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter or the real ncnn")
     run.add_argument("param", help="the .param file")
     run.add_argument("bin", help="the .bin file")
     run.add_argument("--input", action="append", metavar="NAME=FILE", required=True,
@@ -336,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "the .json convert writes beside them: outputs as ncnn gives them")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "
                      "their shapes and means)")
+    add_run_options(run)
     run.set_defaults(func=cmd_run)
     return parser
 
