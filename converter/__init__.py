@@ -11,6 +11,12 @@ __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str):
+    if name == "__version__":       # the installed distribution's, as `onnx2ncnn --version` prints it
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return version("onnx2ncnn")
+        except PackageNotFoundError:        # a source tree that was never installed
+            return "unknown (not installed)"
     if name not in _PUBLIC:
         raise AttributeError(f"module 'converter' has no attribute {name!r}")
     return getattr(import_module(f"{__name__}.{_PUBLIC[name]}"), name)

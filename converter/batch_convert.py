@@ -19,6 +19,7 @@ from .api import NcnnModel, convert, output_paths
 from .fp16 import weight_warnings
 from .harness import harness_script, script_path
 from .ir import ConversionError
+from .layout import sidecar_path
 from .isolated_inference import signal_name
 from .onnx_loader import read_model
 from .pnnx_args import pnnx_input_shapes
@@ -51,7 +52,12 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
             "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(),
             "warnings": model.stats.get("warnings", []),
-            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}}
+            **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks") if k in model.stats}, **record_fields(model, param)}
+
+
+def record_fields(model: NcnnModel, param) -> dict:
+    """--json's path of the io record, and int8_layers always (0 for a float model)."""
+    return {"json": str(sidecar_path(param)), "int8_layers": model.stats.get("int8_layers", 0)}
 
 
 def expand_models(paths: list[str]) -> list[str]:

@@ -9,8 +9,8 @@ its initializers (inference does not change them), so only the new shape facts c
 from __future__ import annotations
 
 import faulthandler
-import multiprocessing
 import os
+import pickle
 import signal
 from collections.abc import Callable
 
@@ -24,17 +24,18 @@ def _infer(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
     return shape_inference.infer_shapes(proto, check_type=True, data_prop=data_prop)
 
 
-def _child(send, proto: onnx.ModelProto, data_prop: bool) -> None:
+def _child(write_fd: int, proto: onnx.ModelProto, data_prop: bool) -> None:
     # the failed assertion's C++ message would be a second line on the user's terminal
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     faulthandler.disable()      # (it writes through a descriptor of its own)
     try:
         inferred = _infer(proto, data_prop)
         del inferred.graph.initializer[:]
-        send.send(("ok", inferred.SerializeToString()))
+        reply = ("ok", inferred.SerializeToString())
     except Exception as exc:       # an ordinary Python error: the parent raises it as before
-        send.send(("error", exc))
-    send.close()
+        reply = ("error", exc)
+    with os.fdopen(write_fd, "wb") as pipe:
+        pickle.dump(reply, pipe)
 
 
 class ChildDied(Exception):
@@ -42,20 +43,23 @@ class ChildDied(Exception):
 
 
 def _in_child(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, proto, data_prop), daemon=True)
-    child.start()
-    send.close()
-    try:
-        status, payload = receive.recv()
-    except EOFError:
-        child.join()
-        raise ChildDied(signal_name(child.exitcode)) from None
-    finally:
-        receive.close()
-    child.join()
-    if status == "error":
+    """os.fork, not multiprocessing: a -j worker is a daemonic process, which may not have children."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            _child(write_fd, proto, data_prop)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)))
+    kind, payload = pickle.loads(data)
+    if kind == "error":
         raise payload
     inferred = onnx.ModelProto.FromString(payload)
     inferred.graph.initializer.extend(proto.graph.initializer)
@@ -81,7 +85,7 @@ def _input_shapes(proto: onnx.ModelProto) -> str:
 def infer_shapes_isolated(warnings: list[str] | None = None) -> Callable[[onnx.ModelProto], onnx.ModelProto]:
     """A shape-inference function for `prepare_model`: data propagation in a child, plain
     inference if that child dies (with a warning in `warnings`)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not hasattr(os, "fork"):
         return lambda proto: _infer(proto, True)     # no cheap child here: as before
 
     def infer(proto: onnx.ModelProto) -> onnx.ModelProto:

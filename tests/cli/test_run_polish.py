@@ -53,3 +53,16 @@ def test_real_ncnn_gives_the_interpreters_outputs_and_times(tmp_path, files):
     assert sorted(got) == sorted(want) == ["out_image", "out_seq"]
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+def test_json_names_the_record_and_int8_layers(tmp_path):
+    import json
+    result = run_cli("convert", MODELS / "bcast_demo.onnx", "-o", tmp_path, "--json")
+    printed = json.loads(result.stdout)
+    assert printed["json"] == str(tmp_path / "bcast_demo.ncnn.json") and printed["int8_layers"] == 0
+    assert json.loads((tmp_path / "bcast_demo.ncnn.json").read_text())["inputs"][0]["onnx"] == "x"
+
+
+def test_version_attribute_matches_the_cli():
+    import converter
+    assert run_cli("--version").stdout.split()[-1] == converter.__version__
