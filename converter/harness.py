@@ -43,7 +43,10 @@ EXAMPLE_SHAPES = {examples!r}   # sizes for random inputs where the model leaves
 
 class Model:
     def __init__(self, threads=2):
-        import ncnn
+        try:
+            import ncnn
+        except ImportError:
+            sys.exit("this script runs the files with the ncnn Python package: pip install ncnn")
         self.ncnn = ncnn
         self.net = ncnn.Net()
         # exact float32: ncnn's defaults use fp16/bf16 where the CPU has them (faster, ~1e-3 off)

@@ -13,6 +13,7 @@ from onnx import external_data_helper, numpy_helper, version_converter
 from .batch_axis import assign_batch_axes
 from .contrib_qdq import standardize_contrib_qdq
 from .isolated_inference import infer_shapes_isolated
+from .weight_dims import fix_input_dims_from_weights
 from .onnx_defaults import fill_defaults
 from .onnx_wire import truncated_at
 from .ir import ConversionError, Graph, Node, Tensor
@@ -285,6 +286,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     _apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
     overridden = _apply_input_shapes(proto, input_shapes or {})
+    fix_input_dims_from_weights(proto, set(input_shapes or {}))      # a MatMul's K x N weight fixes K
     if warnings is not None:
         warnings.extend(overridden)
     try:
