@@ -206,7 +206,8 @@ class Progress:
 def cmd_verify(args) -> int:
     if args.report:
         check_report_path(args.report)
-    progress = Progress()
+    # stage lines only for a person watching (not into files or pipes, not with --quiet)
+    progress = Progress() if _shows_progress(args) else None
     try:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
                         seed=args.seed, rtol=args.rtol, atol=args.atol, backend=args.backend,
@@ -214,8 +215,10 @@ def cmd_verify(args) -> int:
                         input_values=_input_values(args.input_value), layout=args.layout,
                         precision=args.precision)
     finally:    # a refused model must not get a progress line after its one error line
-        progress.timer.cancel()
-    progress.done()
+        if progress is not None:
+            progress.timer.cancel()
+    if progress is not None:
+        progress.done()
     if args.report:
         write_report(report, args.report, title=f"onnx2ncnn verify {args.model}")
     if args.json:
@@ -350,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: a table)")
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
+    ver.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: "
+                     "stages of a slow run are shown when stderr is a terminal, never otherwise)")
     ver.set_defaults(func=cmd_verify)
 
     run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter or the real ncnn")

@@ -66,3 +66,9 @@ def test_json_names_the_record_and_int8_layers(tmp_path):
 def test_version_attribute_matches_the_cli():
     import converter
     assert run_cli("--version").stdout.split()[-1] == converter.__version__
+
+
+def test_verify_takes_quiet_and_writes_no_progress_into_a_pipe():
+    for extra in ([], ["--quiet"]):
+        result = run_cli("verify", MODELS / "bcast_demo.onnx", *extra)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
