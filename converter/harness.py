@@ -32,7 +32,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 PARAM, BIN = HERE / {param_path!r}, HERE / {bin_path!r}
-ONNX = HERE / {onnx_rel!r}
+# the .onnx beside these files as they were written, or where it was then (the folder moved)
+ONNX = next((p for p in (HERE / {onnx_rel!r}, Path({onnx_abs!r})) if p.is_file()), HERE / {onnx_rel!r})
 # per input and output: ONNX name, ncnn blob, ONNX shape (None: dynamic), the ONNX axis ncnn drops,
 # the dtype ncnn reads (int32 only for an Embed's word ids) and the ONNX dtype
 INPUTS = {inputs!r}
@@ -129,6 +130,9 @@ def check(feeds, outputs, onnx_path):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return
     check_wanted = "--check" in argv
     argv = [a for a in argv if a != "--check"]
     onnx_path = ONNX
@@ -140,7 +144,10 @@ def main(argv):
         name, _, path = item.partition("=")
         if name not in feeds:
             sys.exit(f"unknown input {{name!r}}; the inputs are {{', '.join(feeds)}}")
-        feeds[name] = np.load(path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            sys.exit(f"cannot read {{path}} for input {{name!r}}: {{exc}}")
     outputs = Model().run(feeds)
     for name, value in outputs.items():
         print(f"{{name}}: shape {{list(value.shape)}}, mean {{float(value.mean()):.6g}}")
@@ -181,6 +188,7 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
         param_path=Path(param_path).name, bin_path=Path(bin_path).name,
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
+        onnx_abs=str(Path(onnx_path).resolve()),
         module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
         inputs=inputs, outputs=outputs, fixed=fixed,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs})

@@ -72,3 +72,20 @@ def test_verify_takes_quiet_and_writes_no_progress_into_a_pipe():
     for extra in ([], ["--quiet"]):
         result = run_cli("verify", MODELS / "bcast_demo.onnx", *extra)
         assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_generated_script_help_missing_file_and_moved_folder(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    shutil.copy(MODELS / "bcast_demo.onnx", tmp_path / "bcast_demo.onnx")
+    assert run_cli("convert", tmp_path / "bcast_demo.onnx", "-o", tmp_path / "out").returncode == 0
+    (tmp_path / "out").rename(tmp_path / "moved")
+    script = tmp_path / "moved" / "bcast_demo_ncnn.py"
+    def run(*args):
+        return subprocess.run([sys.executable, "-I", script, *args], capture_output=True, text=True)
+    assert run("--check").returncode == 0       # the .onnx found by its absolute path
+    helped = run("--help")
+    assert helped.returncode == 0 and "--check" in helped.stdout
+    missing = run(f"x={tmp_path / 'nope.npy'}")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr and "nope.npy" in missing.stderr
