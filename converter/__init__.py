@@ -4,6 +4,7 @@ The public names load on first use: importing a submodule (converter.ir, used by
 passes/) must not pull in the API, which itself runs the passes.
 """
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 
 _PUBLIC = {"ConversionError": "ir", "NcnnModel": "api", "convert": "api", "load_ncnn": "api",
            "VerifyReport": "verification", "verify": "verification"}
@@ -12,7 +13,6 @@ __all__ = sorted(_PUBLIC)
 
 def __getattr__(name: str):
     if name == "__version__":       # the installed distribution's, as `onnx2ncnn --version` prints it
-        from importlib.metadata import PackageNotFoundError, version
         try:
             return version("onnx2ncnn")
         except PackageNotFoundError:        # a source tree that was never installed

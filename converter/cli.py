@@ -206,7 +206,6 @@ class Progress:
 def cmd_verify(args) -> int:
     if args.report:
         check_report_path(args.report)
-    # stage lines only for a person watching (not into files or pipes, not with --quiet)
     progress = Progress() if _shows_progress(args) else None
     try:
         report = verify(args.model, inputs=_npy_inputs(args.input), input_shapes=_input_shapes(args),
@@ -275,14 +274,12 @@ def cmd_run(args) -> int:
             outputs = model.run(feeds, layout=args.layout)
         timing = None
         if args.time and args.backend == "ncnn":
-            timing = time_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2,
-                                    args.warmup, args.time)
+            timing = time_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2, args.warmup, args.time)
         elif args.time:
             timing = time_runs(lambda: model.run(feeds, layout=args.layout), args.warmup, args.time)
     except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
-    if out is not None:
-        save_outputs(out, outputs)
+    if out is not None: save_outputs(out, outputs)
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)}, mean {float(value.mean()):.6g}")
     if timing is not None:

@@ -7,6 +7,7 @@ calls; if it dies, that call raises NcnnCrash and the next call starts a new one
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 import traceback
 from pathlib import Path
 
@@ -71,7 +72,6 @@ def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: 
 def _time_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
                      warmup: int, loops: int) -> dict:
     """The net loaded once, then `warmup` untimed and `loops` timed extractions (ms each)."""
-    import time
     import ncnn
     net = ncnn.Net()
     for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):

@@ -3,15 +3,16 @@ outputs, and time the files a user ships (--time: warm-up runs, then timed loops
 max, as ncnn's benchncnn prints them)."""
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .api import NcnnModel
 from .ir import ConversionError
 from .layout import held_as, to_ncnn, to_onnx
+from .ncnn_runtime import NcnnCrash, NcnnError, NcnnRunner, NcnnUnavailable, run_ncnn
 
 
 def check_output_path(path: str | None) -> Path | None:
@@ -28,7 +29,7 @@ def check_output_path(path: str | None) -> Path | None:
     return out
 
 
-def check_input_names(model: NcnnModel, feeds: dict) -> None:
+def check_input_names(model: "NcnnModel", feeds: dict) -> None:
     """Unknown input names listed with the model's inputs, before an image is decoded for one."""
     entries = model.io()["inputs"]
     names = {n for e in entries for n in (e["onnx"], e["ncnn"])}
@@ -38,9 +39,8 @@ def check_input_names(model: NcnnModel, feeds: dict) -> None:
                               f"{', '.join(e['onnx'] for e in entries) or 'none'}")
 
 
-def run_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, threads: int) -> dict:
+def run_real_ncnn(model: "NcnnModel", param, bin_, feeds: dict, layout: str, threads: int) -> dict:
     """The files in the real runtime (a child process), fed and read through the io record."""
-    from .ncnn_runtime import NcnnCrash, NcnnError, NcnnUnavailable, run_ncnn
     io = model.io()
     entries = {n: e for e in io["inputs"] for n in (e["onnx"], e["ncnn"])}
     blobs = {entries[k]["ncnn"]: to_ncnn(v, entries[k], layout) for k, v in feeds.items()}
@@ -56,7 +56,7 @@ def run_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, threa
     return {e["onnx"]: to_onnx(result[e["ncnn"]], e) for e in outputs}
 
 
-def _last_blobs(model: NcnnModel) -> list[str]:
+def _last_blobs(model: "NcnnModel") -> list[str]:
     """Files without a record: the blobs no layer reads (ncnn's outputs)."""
     names = model.names.blob
     return [names[t] for t in model.graph.outputs]
@@ -83,10 +83,9 @@ def save_outputs(path: Path, outputs: dict) -> None:
     np.savez(path, **outputs)
 
 
-def time_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, threads: int,
+def time_real_ncnn(model: "NcnnModel", param, bin_, feeds: dict, layout: str, threads: int,
                    warmup: int, loops: int) -> dict:
     """The real runtime timed in its child: the net loaded once, extractions timed."""
-    from .ncnn_runtime import NcnnCrash, NcnnError, NcnnRunner, NcnnUnavailable
     io = model.io()
     entries = {n: e for e in io["inputs"] for n in (e["onnx"], e["ncnn"])}
     blobs = {entries[k]["ncnn"]: to_ncnn(v, entries[k], layout) for k, v in feeds.items()}
@@ -105,7 +104,6 @@ def time_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, thre
 
 
 def positive(text: str) -> int:
-    import argparse
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expects a whole number >= 1, got '{text}'")
     return int(text)
