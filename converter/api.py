@@ -9,26 +9,28 @@ from typing import Callable
 import numpy as np
 from onnx import numpy_helper
 
+from converter.ncnn_side.bin_size import model_weight_bytes
 from converter.ncnn_side.layout import (
     LAYOUTS,
     declared_inputs,
+    held_as,
     read_sidecar,
     sidecar_bytes,
     sidecar_path,
     to_ncnn,
     to_onnx,
 )
-from converter.ncnn_side.bin_size import model_weight_bytes
-from converter.ncnn_side.releases import NEWEST
 from converter.ncnn_side.reader import read_ncnn
+from converter.ncnn_side.release_sizes import NeedsFixedSizes, fit_release
+from converter.ncnn_side.release_target import skipped_passes
+from converter.ncnn_side.releases import NEWEST
 from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
 from converter.onnx_side.cut import CutRefusal, cut_hint, plan_cut, subgraph
 from converter.onnx_side.host_tail import HostTail, tail_path
 from converter.onnx_side.loader import graph_of_prepared, prepare_model
-from converter.ncnn_side.release_sizes import NeedsFixedSizes, fit_release
-from converter.ncnn_side.release_target import skipped_passes
 from converter.shapes.example_sizes import example_shapes
-from converter.shapes.int_inputs import ncnn_dtype
+from converter.shapes.index_limits import index_limits, random_high
+from converter.shapes.int_inputs import ncnn_dtype, output_dtype
 from passes import PIPELINE, run_pipeline
 from passes.fix_broadcast import fix_broadcast
 
@@ -43,7 +45,7 @@ class NcnnModel:
     stats: dict = field(default_factory=dict)
     # for files read back: the io record written beside them (converter/ncnn_side/layout.py), else None
     record: dict | None = None
-    # what runs after ncnn on the host (converter/host_tail.py), or None
+    # what runs after ncnn on the host (converter/onnx_side/host_tail.py), or None
     tail: HostTail | None = None
     # execution plans and names, valid for one graph wiring version (see Graph.version)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -65,17 +67,18 @@ class NcnnModel:
             return self.record
         names = self.names.blob
 
-        def entry(name: str) -> dict:
+        def entry(name: str, output: bool = False) -> dict:
             t = self.graph.tensors[name]
             onnx_shape = t.onnx_shape or t.shape
             batch_axis = t.batch_axis if t.onnx_shape is None else t.onnx_batch_axis
             return {"onnx": name, "ncnn": names[name],
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
-                    "batch_axis": batch_axis, "dtype": ncnn_dtype(self.graph, name)}
+                    "batch_axis": batch_axis,
+                    "dtype": (output_dtype if output else ncnn_dtype)(self.graph, name)}
         release = {"ncnn_min_version": self.stats["ncnn_min_version"]} if "ncnn_min_version" in self.stats else {}
         return {"inputs": [entry(n) for n in self.graph.inputs],
-                "outputs": [entry(n) for n in self.graph.outputs], **release}
+                "outputs": [entry(n, output=True) for n in self.graph.outputs], **release}
 
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
              extra: dict | None = None) -> None:
@@ -112,8 +115,8 @@ class NcnnModel:
             outputs = [e["ncnn"] for e in self.record["outputs"]]   # not blobs the file leaves unused
         feeds = {blob(k): to_ncnn(v, entries[k], layout) if k in entries else v for k, v in feeds.items()}
         result = self._run_ncnn_layout(feeds, None if outputs is None else [blob(o) for o in outputs])
-        if layout == "ncnn":
-            return result
+        if layout == "ncnn":        # int32 bits an input passed through stay int32 (held_as)
+            return {k: held_as(v, entries[k].get("dtype")) if k in entries else v for k, v in result.items()}
         # ONNX names and layout, as onnxruntime gives them
         return {entries[k]["onnx"] if k in entries else k: to_onnx(v, entries[k]) if k in entries else v
                 for k, v in result.items()}
@@ -243,6 +246,8 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     stats["warnings"] = list(graph.warnings)
     stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples
+    limits = index_limits(proto)        # random integers the generated script draws stay inside tables
+    stats["random_high"] = {name: random_high(limits, name) for name in graph.inputs}
     # the inputs input_values fixed, as the ONNX model still wants them fed (harness --check)
     stats["fixed_inputs"] = {t.name: (numpy_helper.to_array(t).tolist(), str(numpy_helper.to_array(t).dtype))
                              for t in proto.graph.initializer if t.name in (input_values or {})}

@@ -15,14 +15,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from converter.ncnn_side.bin_size import size_record
+from converter.ncnn_side.layout import sidecar_path
+from converter.onnx_side.host_tail import script_block, tail_path
+from converter.onnx_side.isolated_inference import signal_name
 from converter.onnx_side.loader import read_model
 from converter.onnx_side.pnnx_args import pnnx_input_shapes
 from converter.verification.fp16 import weight_warnings
 from converter.verification.harness import harness_script, script_path
 
 from .api import NcnnModel, convert, output_paths
-from converter.ncnn_side.bin_size import size_record
-from converter.onnx_side.host_tail import script_block, tail_path
 from .ir import ConversionError
 
 EXIT_OK, EXIT_REFUSED = 0, 2
@@ -60,7 +62,13 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
             "warnings": model.stats.get("warnings", []) + size_warnings,
             **{k: model.stats[k] for k in ("int8_layers", "int8_fallbacks", "int8_mode", "int8_dropped")
                if k in model.stats},
-            **({"tail": model.tail.record(str(tail_path(param)))} if model.tail is not None else {})}
+            **({"tail": model.tail.record(str(tail_path(param)))} if model.tail is not None else {}),
+            **record_fields(model, param)}
+
+
+def record_fields(model: NcnnModel, param) -> dict:
+    """--json's path of the io record, and int8_layers always (0 for a float model)."""
+    return {"json": str(sidecar_path(param)), "int8_layers": model.stats.get("int8_layers", 0)}
 
 
 def expand_models(paths: list[str]) -> list[str]:
@@ -154,13 +162,19 @@ def convert_many(models: list[str], options: Options, jobs: int,
             except EOFError:
                 worker.join()
                 row = {"model": model, "status": "error", "seconds": None,
-                       "error": f"the worker process died (exit code {worker.exitcode}; out of memory?)"}
+                       "error": worker_death(worker.exitcode)}
             receive.close()
             worker.join()
             rows[model] = row
             if on_done is not None:
                 on_done(row, len(rows))
     return [rows[m] for m in models]
+
+
+def worker_death(exitcode: int | None) -> str:
+    """Why a worker ended without a row: the kernel's SIGKILL is most often the out-of-memory killer."""
+    how = signal_name(exitcode)
+    return f"the worker process died ({how}{'; out of memory?' if how == 'SIGKILL' else ''})"
 
 
 def _worker(send, model: str, options: Options) -> None:

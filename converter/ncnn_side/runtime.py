@@ -7,6 +7,7 @@ calls; if it dies, that call raises NcnnCrash and the next call starts a new one
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 import traceback
 from pathlib import Path
 
@@ -70,6 +71,33 @@ def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: 
     return result
 
 
+def _time_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
+                     warmup: int, loops: int) -> dict:
+    """The net loaded once, then `warmup` untimed and `loops` timed extractions (ms each)."""
+    import ncnn
+    net = ncnn.Net()
+    for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):
+        if hasattr(net.opt, opt):
+            setattr(net.opt, opt, False)
+    net.opt.num_threads = threads
+    if net.load_param(param) != 0 or net.load_model(bin_) != 0:
+        raise NcnnError(f"ncnn could not load {param} / {bin_}")
+    mats = {name: ncnn.Mat(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype == np.int32
+                                                 else np.float32)) for name, a in feeds.items()}
+    times = []
+    for i in range(warmup + loops):
+        start = time.perf_counter()
+        ex = net.create_extractor()
+        for name, mat in mats.items():
+            ex.input(name, mat.clone())
+        for name in outputs:
+            if ex.extract(name)[0] != 0:
+                raise NcnnError(f"ncnn failed to compute blob {name!r}")
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    return {"times": times}
+
+
 def _serve(conn) -> None:
     while True:
         try:
@@ -77,6 +105,9 @@ def _serve(conn) -> None:
         except EOFError:
             return
         try:
+            if request[0] == "time":
+                conn.send(("ok", _time_in_process(*request[1:])))
+                continue
             conn.send(("ok", _run_in_process(*request)))
         except Exception as exc:  # sent back to the caller, who re-raises it
             conn.send(("error", f"{exc}", traceback.format_exc()))
@@ -114,6 +145,23 @@ class NcnnRunner:
         if reply[0] == "error":
             raise NcnnError(reply[1])
         return reply[1]
+
+    def time(self, param, bin_, feeds: dict, outputs: list[str], threads: int, warmup: int,
+             loops: int) -> list[float]:
+        """Milliseconds of each timed run (fp32, as run() computes)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+        self._conn.send(("time", str(param), str(bin_), feeds, list(outputs), threads, warmup, loops))
+        try:
+            reply = self._conn.recv()
+        except EOFError:
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self._proc = None
+            raise NcnnCrash(f"the ncnn runtime crashed (exit code {code}) running {param}") from None
+        if reply[0] == "error":
+            raise NcnnError(reply[1])
+        return reply[1]["times"]
 
     def close(self) -> None:
         if self._proc is not None:

@@ -1,6 +1,7 @@
 """Format an ncnn Graph as .param text and .bin bytes; write them whole or not at all."""
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
@@ -154,6 +155,9 @@ def write_atomically(files: dict) -> None:
     A file's data is bytes or an iterable of bytes-like chunks."""
     temps: list[tuple[str, Path]] = []
     mode = _new_file_mode()
+    for path in files:      # a rename onto a folder fails only after the files before it were renamed
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     try:
         for path, data in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)

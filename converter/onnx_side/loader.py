@@ -8,18 +8,31 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import external_data_helper, numpy_helper, shape_inference, version_converter
+from onnx import external_data_helper, numpy_helper, version_converter
 
 from converter.ir import ConversionError, Graph, Node, Tensor
 from converter.onnx_side.contrib_qdq import standardize_contrib_qdq
 from converter.onnx_side.defaults import fill_defaults
-from converter.onnx_side.external_weights import (LARGE, external_bytes, external_folder, is_lazy, keep_external,
-                                                  read_external)
-from converter.onnx_side.genai_ops import (detach_sequence_lengths, drop_empty_pasts, infer_with_genai_ops, is_genai_op,
-                                           known_op_complaint)
+from converter.onnx_side.external_weights import (
+    LARGE,
+    external_bytes,
+    external_folder,
+    is_lazy,
+    keep_external,
+    read_external,
+)
+from converter.onnx_side.genai_ops import (
+    detach_sequence_lengths,
+    drop_empty_pasts,
+    infer_with_genai_ops,
+    is_genai_op,
+    known_op_complaint,
+)
+from converter.onnx_side.isolated_inference import infer_shapes_isolated
 from converter.onnx_side.legacy_broadcast import rewrite_legacy_broadcast
 from converter.onnx_side.legacy_resize import restore_legacy_resize
 from converter.onnx_side.qoperator_shapes import infer_with_qoperators, is_qoperator
+from converter.onnx_side.weight_dims import fix_input_dims_from_weights
 from converter.onnx_side.wire import truncated_at
 from converter.shapes.batch_axis import assign_batch_axes
 
@@ -295,11 +308,11 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     _apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
     overridden = _apply_input_shapes(proto, drop_empty_pasts(proto, input_shapes or {}))
+    fix_input_dims_from_weights(proto, set(input_shapes or {}))      # a MatMul's K x N weight fixes K
     if warnings is not None:
         warnings.extend(overridden)
     try:
-        proto = infer_with_qoperators(proto, lambda p: infer_with_genai_ops(
-            p, lambda q: shape_inference.infer_shapes(q, check_type=True, data_prop=True)))
+        proto = infer_with_qoperators(proto, lambda p: infer_with_genai_ops(p, infer_shapes_isolated(warnings)))
     except ConversionError:
         raise
     except Exception as exc:

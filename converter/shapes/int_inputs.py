@@ -64,3 +64,31 @@ def ncnn_dtype(graph: Graph, name: str) -> str:
     """What a caller feeds ncnn for input `name`: 'int32' bits for an Embed's word indices, else 'float32'."""
     index, _ = readers(graph, name)
     return "int32" if index else "float32"
+
+
+def output_dtype(graph: Graph, name: str) -> str:
+    """What ncnn gives for blob `name`: 'int32' when its bits come unchanged (through bit-moving
+    layers only) from inputs all fed as int32 (an ONNX model returning its input_ids), else
+    'float32'. Every reader of an output (verify, run, the generated script) follows this."""
+    sources, seen, todo = [], set(), [name]
+    while todo:
+        tensor = todo.pop()
+        if tensor in seen:
+            continue
+        seen.add(tensor)
+        node = graph.producer(tensor)
+        if node is None or node.op == "Input":
+            if tensor not in graph.inputs:
+                return "float32"            # a constant: MemoryData holds float numbers
+            sources.append(tensor)
+        elif _moves_bits_to(graph, node):
+            todo.extend(node.inputs[:len(node.inputs) if node.op == "Concat" else 1])
+        else:
+            return "float32"
+    return "int32" if sources and all(ncnn_dtype(graph, s) == "int32" for s in sources) else "float32"
+
+
+def _moves_bits_to(graph: Graph, node: Node) -> bool:
+    if node.ncnn:
+        return node.op in NCNN_MOVES_BITS
+    return _reads_as(graph, node, 0) == "bits"

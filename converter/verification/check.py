@@ -21,20 +21,21 @@ from converter.api import ConvertOptions, NcnnModel, convert_with_tail
 from converter.interpreter import InterpreterError, run
 from converter.interpreter.blas_threads import blas_threads, choose_threads
 from converter.ir import ConversionError, Graph, Tensor
-from converter.ncnn_side.layout import to_onnx
+from converter.ncnn_side.layout import held_as, to_onnx
+from converter.ncnn_side.release_check import ncnn_version, release_warnings
+from converter.ncnn_side.release_sizes import NeedsFixedSizes
 from converter.ncnn_side.runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
 from converter.onnx_side.cut import subgraph
 from converter.onnx_side.loader import prepare_model
 from converter.shapes.example_sizes import example_shapes
-from converter.shapes.int_inputs import ncnn_dtype
+from converter.shapes.index_limits import index_limits, random_high
+from converter.shapes.int_inputs import ncnn_dtype, output_dtype
 from converter.verification import fp16
 from converter.verification.divergence import Divergence
 from converter.verification.forced_layers import forced_model
 from converter.verification.image_input import ImageSpec
-from converter.verification.quantization_steps import quantization_steps, within_steps
 from converter.verification.int8_fast import check_fast
-from converter.ncnn_side.release_check import ncnn_version, release_warnings
-from converter.ncnn_side.release_sizes import NeedsFixedSizes
+from converter.verification.quantization_steps import quantization_steps, within_steps
 from converter.verification.tail import tail_checks, whole_model_reference
 
 BACKENDS = ("interp", "ncnn", "both")
@@ -115,6 +116,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
     shapes = shapes if shapes is not None else example_shapes(proto, graph)[0]
     feeds = {}
     known = {i.name for i in proto.graph.initializer}
+    limits = index_limits(proto)         # ids stay inside every table they index
     unknown = sorted(set(given) - set(graph.inputs))
     if unknown:
         raise ConversionError(f"--input names unknown input(s) {', '.join(unknown)}; "
@@ -143,7 +145,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
         if t.dtype.kind == "f":
             feeds[vi.name] = rng.uniform(-1.0, 1.0, shape).astype(t.dtype)
         elif t.dtype.kind in "iu":
-            feeds[vi.name] = rng.integers(0, 4, shape).astype(t.dtype)
+            feeds[vi.name] = rng.integers(0, random_high(limits, vi.name), shape).astype(t.dtype)
         else:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(t.dtype)
     return feeds
@@ -235,7 +237,8 @@ def layer_row(backend: str, node, blob: str, got: np.ndarray, want: np.ndarray,
 
 def _interp_blobs(model: NcnnModel, feeds: dict, precision: str) -> tuple[dict, Exception | None]:
     try:
-        return run(model.graph, feeds, keep=True, fp16=precision == "fp16"), None
+        blobs = run(model.graph, feeds, keep=True, fp16=precision == "fp16")
+        return {k: held_as(v, output_dtype(model.graph, k)) for k, v in blobs.items()}, None
     except InterpreterError as exc:
         return getattr(exc, "blobs", {}), exc
 
@@ -253,7 +256,7 @@ def _ncnn_blobs(model: NcnnModel, feeds: dict, wanted: list[str], precision: str
                               precision, threads=choose_threads() or 2, python=ncnn_python)
         except (NcnnCrash, NcnnError) as exc:
             return {}, exc
-    return {w: result[names[w]] for w in wanted}, None
+    return {w: held_as(result[names[w]], output_dtype(model.graph, w)) for w in wanted}, None
 
 
 def _check_backend(backend: str, model: NcnnModel, ncnn_feeds: dict, reference: dict,

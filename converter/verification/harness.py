@@ -37,7 +37,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 PARAM, BIN = HERE / {param_path!r}, HERE / {bin_path!r}
-ONNX = HERE / {onnx_rel!r}
+# the .onnx beside these files as they were written, or where it was then (the folder moved)
+ONNX = next((p for p in (HERE / {onnx_rel!r}, Path({onnx_abs!r})) if p.is_file()), HERE / {onnx_rel!r})
 # per input and output: ONNX name, ncnn blob, ONNX shape (None: dynamic), the ONNX axis ncnn drops,
 # the dtype ncnn reads (int32 only for an Embed's word ids) and the ONNX dtype
 INPUTS = {inputs!r}
@@ -59,7 +60,10 @@ def check_ncnn_version(ncnn):
 
 class Model:
     def __init__(self, threads=2):
-        import ncnn
+        try:
+            import ncnn
+        except ImportError:
+            sys.exit("this script runs the files with the ncnn Python package: pip install ncnn")
         check_ncnn_version(ncnn)
         self.ncnn = ncnn
         self.net = ncnn.Net()
@@ -88,6 +92,8 @@ class Model:
             if code != 0:
                 raise RuntimeError(f"ncnn failed to compute {{entry['ncnn']}} (code {{code}})")
             array = np.array(mat).copy()
+            if entry["dtype"] == "int32":      # int32 bits (an input passed through): a Mat reads as float32
+                array = array.view(np.int32)
             shape = _known(entry["onnx_shape"])
             if shape is None and entry["batch_axis"] is not None and array.ndim == len(entry["onnx_shape"]) - 1:
                 array = np.expand_dims(array, entry["batch_axis"])
@@ -111,7 +117,8 @@ def random_inputs(seed=0):
         if np.dtype(entry["onnx_dtype"]).kind == "f":
             feeds[entry["onnx"]] = rng.uniform(-1, 1, shape).astype(entry["onnx_dtype"])
         else:
-            feeds[entry["onnx"]] = rng.integers(0, 4, shape).astype(entry["onnx_dtype"])
+            # below the smallest table the input indexes; 0 or 1 (a mask) where it indexes none
+            feeds[entry["onnx"]] = rng.integers(0, entry["random_high"], shape).astype(entry["onnx_dtype"])
     return feeds
 
 
@@ -129,7 +136,8 @@ def check(feeds, outputs, onnx_path):
             print(f"MISMATCH {{name}}: shape {{list(got.shape)}}, onnxruntime {{list(want.shape)}}")
             passed = False
             continue
-        error = np.abs(got - want)
+        same = (got == want) | (np.isnan(got) & np.isnan(want))      # equal NaN counts as equal, as in verify
+        error = np.where(same, 0.0, np.abs(got - want))
         bound = 1e-3 * np.max(np.abs(want), initial=0.0) + 1e-3 * np.abs(want)
         ok = bool(np.all(error <= bound))
         moved = None if ok or not TAIL else rows_in_other_order(got, want, 1e-3 * np.max(np.abs(want)), 1e-3)
@@ -188,6 +196,9 @@ def _child(argv):
 def main(argv):
     if "--feeds" in argv:
         return _child(argv)
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return
     argv, ncnn_python = _option(argv, "--ncnn-python")
     check_wanted = "--check" in argv
     argv = [a for a in argv if a != "--check"]
@@ -200,7 +211,10 @@ def main(argv):
         name, _, path = item.partition("=")
         if name not in feeds:
             sys.exit(f"unknown input {{name!r}}; the inputs are {{', '.join(feeds)}}")
-        feeds[name] = np.load(path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            sys.exit(f"cannot read {{path}} for input {{name!r}}: {{exc}}")
     if ncnn_python is not None:
         outputs = run_in_python(ncnn_python, feeds)
     else:
@@ -235,8 +249,9 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
     io = model.io()
     onnx_dtypes = {name: str(model.graph.tensors[name].dtype) for name in model.graph.inputs}
     keys = ("onnx", "ncnn", "onnx_shape", "ncnn_shape", "batch_axis", "dtype")
-    inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32")}
-              for e in io["inputs"]]
+    highs = model.stats.get("random_high", {})
+    inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32"),
+               "random_high": highs.get(e["onnx"], 4)} for e in io["inputs"]]
     outputs = [{k: e[k] for k in keys} for e in io["outputs"]]
     folder = Path(param_path).resolve().parent
     script = script_path(param_path)
@@ -246,6 +261,7 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
         param_path=Path(param_path).name, bin_path=Path(bin_path).name,
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
+        onnx_abs=str(Path(onnx_path).resolve()),
         module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
         inputs=inputs, outputs=outputs, fixed=fixed, tail_block=tail_block,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
