@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from converter import convert  # noqa: E402
 from converter.cli import parse_dims  # noqa: E402
 from converter.shapes.int_inputs import ncnn_dtype  # noqa: E402
-from converter.verification.check import make_inputs, ncnn_feed  # noqa: E402
+from converter.verification.feeds import make_inputs, ncnn_feed  # noqa: E402
 from converter.onnx_side.loader import prepare_model  # noqa: E402
 
 THREADS = 2

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from converter import convert  # noqa: E402
 from converter.shapes.int_inputs import ncnn_dtype  # noqa: E402
 from converter.onnx_side.loader import prepare_model  # noqa: E402
-from converter.verification.check import make_inputs, ncnn_feed  # noqa: E402
+from converter.verification.feeds import make_inputs, ncnn_feed  # noqa: E402
 
 BUNDLED = ["models/vit_tiny.onnx", "models/bert_tiny.onnx", "models/transformer_small.onnx"]
 REAL = {"yolov8n_320": {"images": [1, 3, 320, 320]}, "ppocrv4_det": {"x": [1, 3, 640, 640]}}

@@ -275,8 +275,7 @@ layer("MultiHeadAttention", (0, "embed_dim", INT, 0), (1, "num_heads", INT, 1),
                WeightSpec("out_bias", lambda p: p.weight_data_size // max(p.embed_dim, 1))))
 layer("SDPA", (5, "attn_mask", INT, 0), (6, "scale", FLOAT, 0.0), (7, "kv_cache", INT, 0),
       (18, "int8_scale_term", INT, 0))
-# RotaryEmbed: bottoms x (heads, seq, dim), cos and sin caches (seq, dim / 2) (rotaryembed.cpp)
-layer("RotaryEmbed", (0, "interleaved", INT, 0))
+layer("RotaryEmbed", (0, "interleaved", INT, 0))     # bottoms x (heads, seq, dim), cos, sin (seq, dim / 2)
 
 # layers the ArgMax/Softplus/Tile/strided-Slice lowerings build
 layer("Mish")
