@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.rewrite.attention_probe import NoMatch, match_at_any_size, need as _need, symbolic_shapes
-from converter.rewrite.patterns import read_only_inside, scale_of, scaled_matmul
+from converter.rewrite.attention_probe import (NoMatch, attention_scores, match_at_any_size, need as _need,
+                                               passes_float_on, symbolic_shapes)
+from converter.rewrite.patterns import read_only_inside, scale_of
 from converter.shapes.symbolic import pinned_inputs
 
 LAYOUT_OPS = {"Reshape", "Transpose", "Gather", "Slice", "Split", "Squeeze", "Unsqueeze", "Flatten"}
@@ -183,22 +184,6 @@ def _heads(graph: Graph, name: str, allow_scale: bool, transposed: bool):
     return proj, [n for n, _, _ in chain], scale, offset, heads, d
 
 
-def _scores(graph: Graph, softmax: Node):
-    """(MatMul q.k, nodes, scale on the scores, mask tensor or None) for a Softmax's input: the
-    scaled product, plus a mask added after the scaling."""
-    found = scaled_matmul(graph, softmax.inputs[0])
-    if found is not None:
-        return (*found, None)
-    add = graph.producer(softmax.inputs[0])
-    _need(add is not None and add.op == "Add" and not add.ncnn and len(add.inputs) == 2)
-    for s, m in (add.inputs, add.inputs[::-1]):
-        found = scaled_matmul(graph, s)
-        if found is not None and s != m:
-            mm, nodes, scale = found
-            return mm, [add] + nodes, scale, m
-    raise NoMatch
-
-
 def _output(graph: Graph, name: str, heads: int, t: int, d: int):
     """(nodes, output projection) after the attended values (1, H, T, D): layout ops that put head
     h's column d at h*D + d of a (1, T, H*D) tensor, then MatMul Wo [+ Add bo]."""
@@ -270,27 +255,18 @@ def _rows(graph: Graph, name: str) -> tuple[int, int]:
     return shape
 
 
-def _is_identity(graph: Graph, node: Node) -> bool:
-    """A node that passes its float32 input on unchanged (torch writes a float->float Cast after
-    HF's softmax)."""
-    if node.op in ("Identity", "Dropout") and len(node.outputs) == 1 or node.op == "Cast":
-        source, result = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-        return source.dtype == result.dtype == np.float32 and source.shape == result.shape
-    return False
-
-
 def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
     x = graph.tensors[softmax.inputs[0]]
     axis = softmax.attrs["axis"]
     _need(x.rank == 4 and axis % 4 == 3)
-    qk, score_nodes, scale, mask = _scores(graph, softmax)
+    qk, score_nodes, scale, mask = attention_scores(graph, softmax)
     q = _heads(graph, qk.inputs[0], True, False)
     k = _heads(graph, qk.inputs[1], True, True)
     probs, passthrough = softmax.outputs[0], []
     while True:
         readers = graph.consumers(probs)
         _need(graph.use_count(probs) == 1 and len(readers) == 1 and not readers[0].ncnn)
-        if not _is_identity(graph, readers[0]):
+        if not passes_float_on(graph, readers[0]):
             break
         passthrough.append(readers[0])
         probs = readers[0].outputs[0]
@@ -335,7 +311,7 @@ def fuse_attention(graph: Graph) -> dict:
     fused, masks, shapes = 0, {}, symbolic_shapes(graph)
     for softmax in graph.onnx_nodes_of("Softmax"):
         try:
-            node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, _scores, masks)
+            node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, attention_scores, masks)
         except NoMatch:
             continue
         for n in nodes:

@@ -23,7 +23,7 @@ from converter.shapes.symbolic_shapes import SymbolicShapes
 
 from converter.rewrite.attention_probe import NoMatch
 from converter.rewrite.patterns import read_only_inside as _inner
-from passes.fuse_attention import _is_identity, _scores
+from converter.rewrite.attention_probe import attention_scores, passes_float_on
 from converter.rewrite.patterns import sole_reader
 
 
@@ -54,7 +54,7 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens):
     if x.rank != 4 or softmax.attrs.get("axis", -1) % 4 != 3:
         return None
     try:
-        qk, score_nodes, scale, mask = _scores(graph, softmax)
+        qk, score_nodes, scale, mask = attention_scores(graph, softmax)
     except NoMatch:
         return None
     q, kt = graph.tensors[qk.inputs[0]], graph.producer(qk.inputs[1])
@@ -69,7 +69,7 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens):
         return None
     nodes, probs = [*score_nodes, kt, softmax], softmax.outputs[0]
     reader = sole_reader(graph, probs, "MatMul", "Cast", "Identity", "Dropout")
-    while reader is not None and reader.op != "MatMul" and _is_identity(graph, reader):
+    while reader is not None and reader.op != "MatMul" and passes_float_on(graph, reader):
         nodes.append(reader)
         probs = reader.outputs[0]
         reader = sole_reader(graph, probs, "MatMul", "Cast", "Identity", "Dropout")

@@ -23,6 +23,7 @@ from converter.ir import Graph, Node, Tensor
 from converter.shapes.runtime_fill import FILL_VALUE
 from converter.shapes.symbolic import REFS, SHAPE_TERMS, Ref, refs
 from converter.shapes.symbolic_shapes import SymbolicShapes, evaluate
+from converter.rewrite.patterns import scaled_matmul
 
 
 class NoMatch(Exception):
@@ -217,3 +218,28 @@ def match_at_any_size(graph: Graph, shapes: SymbolicShapes | None, softmax: Node
         return probed_match(graph, shapes, softmax, match, scores, masks)
     except LookupError:
         raise NoMatch from None
+
+
+def attention_scores(graph: Graph, softmax: Node):
+    """(MatMul q.k, nodes, scale on the scores, mask tensor or None) for a Softmax's input: the
+    scaled product, plus a mask added after the scaling."""
+    found = scaled_matmul(graph, softmax.inputs[0])
+    if found is not None:
+        return (*found, None)
+    add = graph.producer(softmax.inputs[0])
+    need(add is not None and add.op == "Add" and not add.ncnn and len(add.inputs) == 2)
+    for s, m in (add.inputs, add.inputs[::-1]):
+        found = scaled_matmul(graph, s)
+        if found is not None and s != m:
+            mm, nodes, scale = found
+            return mm, [add] + nodes, scale, m
+    raise NoMatch
+
+
+def passes_float_on(graph: Graph, node: Node) -> bool:
+    """A node that passes its float32 input on unchanged (torch writes a float->float Cast after
+    HF's softmax)."""
+    if node.op in ("Identity", "Dropout") and len(node.outputs) == 1 or node.op == "Cast":
+        source, result = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+        return source.dtype == result.dtype == np.float32 and source.shape == result.shape
+    return False

@@ -33,11 +33,11 @@ def linear_parts(term: Term, sign: int = 1) -> tuple[int, list[tuple[int, Term]]
 
 
 def _add(graph: Graph, src: Node, kind: str, inputs: list[str], shape: tuple, out: str | None = None,
-         attrs: dict | None = None, dtype=np.float32) -> str:
+         attrs: dict | None = None, dtype=np.float32, meta: dict | None = None) -> str:
     if out is None:
         out = graph.add_tensor(Tensor(graph.fresh_name(f"{src.name}_{kind.lower()}"), shape, np.dtype(dtype))).name
     node = graph.add_node(Node(graph.fresh_name(f"{src.name}_{kind.lower()}"), kind, inputs, [out],
-                               attrs=dict(attrs or {}), origin=src.origin or src.name))
+                               attrs=dict(attrs or {}), origin=src.origin or src.name, meta=dict(meta or {})))
     if kind == "ConstantOfShape":
         pin_refs(graph, node, node.meta[SHAPE_TERMS])
     return out

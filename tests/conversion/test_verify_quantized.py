@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-import converter.verification.check as verification
+import converter.api as conversion     # verify converts through converter.api.convert_prepared
 from converter import verify
 from quantized_cases import qdq_chain_model, qdq_conv_chain, qlinear_model
 from scripts.quantize_models import calibration_feeds, quantized
@@ -45,8 +45,8 @@ def test_wrong_weight_scale_is_named(monkeypatch, backend):
         layer.weights[-2] = np.asarray(layer.weights[-2], np.float32) * np.float32(1.5)
         broken.append(layer)
         return model
-    convert_prepared = verification.convert_prepared
-    monkeypatch.setattr(verification, "convert_prepared", convert_with_a_wrong_scale)
+    convert_prepared = conversion.convert_prepared
+    monkeypatch.setattr(conversion, "convert_prepared", convert_with_a_wrong_scale)
     report = verify(qdq_conv_chain(), backend=backend)
     assert not report.passed
     assert report.divergences[0].layer == broken[0].name, report.divergences
@@ -97,6 +97,6 @@ def test_relu_hoisted_between_pairs_passes_and_a_wrong_scale_fails(monkeypatch, 
         layers[0].weights[-2] = np.asarray(layers[0].weights[-2], np.float32) * np.float32(1.5)
         return model
     assert verify(_relu_between_pairs(), backend=backend).passed
-    convert_prepared = verification.convert_prepared
-    monkeypatch.setattr(verification, "convert_prepared", convert_with_a_wrong_scale)
+    convert_prepared = conversion.convert_prepared
+    monkeypatch.setattr(conversion, "convert_prepared", convert_with_a_wrong_scale)
     assert not verify(_relu_between_pairs(), backend=backend).passed
