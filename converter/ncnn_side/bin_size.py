@@ -21,6 +21,7 @@ from converter.ir import Graph
 from converter.ncnn_side.writer import bin_chunks
 
 RATIO_WARNED = 1.1
+EXTRA_WARNED = 16 * 1024      # and more than this many bytes over: a few KB of shape constants are no size problem
 SMALLEST_DUPLICATE = 4096          # bytes: a repeated tiny constant (a 0, an eps) is no cause worth naming
 
 
@@ -96,7 +97,7 @@ def size_record(graph: Graph, bin_bytes: int, weight_bytes: int | None,
     if duplicates:
         record["duplicated_weights"] = [{k: d[k] for k in ("bytes", "copies", "layers")} for d in duplicates[:5]]
     warnings = []
-    if weight_bytes and bin_bytes > RATIO_WARNED * weight_bytes:
+    if weight_bytes and bin_bytes > RATIO_WARNED * weight_bytes and bin_bytes - weight_bytes > EXTRA_WARNED:
         warnings.append(f".bin is {bin_bytes / weight_bytes:.1f}x the model's weights ({_mb(bin_bytes)} for "
                         f"{_mb(weight_bytes)}); largest cause: {largest_cause(graph, duplicates, batch_repeated)}")
     return record, warnings
