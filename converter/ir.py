@@ -112,6 +112,9 @@ class Graph:
         self.share_weights = False
         # the ncnn release the files are written for (--target-ncnn; None: the newest known)
         self.ncnn_target: int | None = None
+        # what lowerings keep per graph for each other (e.g. one cos/sin or mask blob that every
+        # attention layer reads), as Node.meta holds what passes leave per node
+        self.meta: dict[str, Any] = {}
 
     # ---- tensors -------------------------------------------------------
     def add_tensor(self, tensor: Tensor) -> Tensor:

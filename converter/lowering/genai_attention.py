@@ -113,7 +113,7 @@ def _causal_mask(graph: Graph, src: Node, key: str, rows: str, layers: list, win
 
 def _shared(graph: Graph, key: tuple, make) -> str:
     """One blob per graph for what every attention layer computes alike (cos/sin rows, the mask)."""
-    cache = graph.__dict__.setdefault("_genai_shared", {})
+    cache = graph.meta.setdefault("genai_shared", {})
     if key not in cache or cache[key] not in graph.tensors:
         cache[key] = make()
     return cache[key]

@@ -30,24 +30,36 @@ class ChildCrash(RuntimeError):
     pass
 
 
-def _serve(param: str, bin_: str, threads: int, precision: str) -> int:
-    import ncnn
-    request = np.load(io.BytesIO(sys.stdin.buffer.read()), allow_pickle=False)
-    net = ncnn.Net()
+def configure_net(net, precision: str, threads: int) -> None:
+    """fp32: exact arithmetic, every reduced-precision path off (fp16: as a device runs); int8 stays
+    on, it only changes layers that hold int8 weights (without it they would read them as float)."""
     for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):
         if hasattr(net.opt, opt):
             setattr(net.opt, opt, precision == "fp16" and opt in FP16_OPTIONS)
     net.opt.use_int8_inference = True
     net.opt.num_threads = threads
+
+
+def input_mat(ncnn, array):
+    """A Mat that owns its data: one wrapping numpy memory segfaults when an in-place layer writes
+    to it. int32 keeps its bits (Embed reads word indices as int32); everything else is float32."""
+    array = np.asarray(array)
+    array = np.ascontiguousarray(array, dtype=np.int32 if array.dtype == np.int32 else np.float32)
+    return ncnn.Mat(array).clone()
+
+
+def _serve(param: str, bin_: str, threads: int, precision: str) -> int:
+    import ncnn
+    request = np.load(io.BytesIO(sys.stdin.buffer.read()), allow_pickle=False)
+    net = ncnn.Net()
+    configure_net(net, precision, threads)
     if net.load_param(param) != 0 or net.load_model(bin_) != 0:
         print(f"ncnn {ncnn.__version__} could not load {param}", file=sys.stderr)
         return 3
     ex = net.create_extractor()
     for name in request.files:
         if name != OUTPUTS_KEY:
-            array = request[name]
-            array = np.ascontiguousarray(array, dtype=np.int32 if array.dtype == np.int32 else np.float32)
-            ex.input(name, ncnn.Mat(array).clone())
+            ex.input(name, input_mat(ncnn, request[name]))
     result = {}
     for name in request[OUTPUTS_KEY].tolist():
         ret, mat = ex.extract(name)

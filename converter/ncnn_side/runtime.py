@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from converter.ncnn_side.child import ChildCrash, ChildError, run_with_python
+from converter.ncnn_side.child import ChildCrash, ChildError, configure_net, input_mat, run_with_python
 
 
 class NcnnUnavailable(RuntimeError):
@@ -41,27 +41,23 @@ PRECISIONS = ("fp32", "fp16")
 FP16_OPTIONS = ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed")
 
 
-def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
-                    precision: str = "fp32") -> dict:
+def _loaded_net(param: str, bin_: str, threads: int, precision: str):
     import ncnn
     net = ncnn.Net()
-    # fp32: exact arithmetic, every reduced-precision path off (fp16: as a device runs); int8 stays
-    # on, it only changes layers that hold int8 weights (without it they would read them as float)
-    for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):
-        if hasattr(net.opt, opt):
-            setattr(net.opt, opt, precision == "fp16" and opt in FP16_OPTIONS)
-    net.opt.use_int8_inference = True
-    net.opt.num_threads = threads
+    configure_net(net, precision, threads)
     if net.load_param(param) != 0:
         raise NcnnError(f"ncnn could not load {param}")
     if net.load_model(bin_) != 0:
         raise NcnnError(f"ncnn could not load {bin_}")
+    return ncnn, net
+
+
+def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
+                    precision: str = "fp32") -> dict:
+    ncnn, net = _loaded_net(param, bin_, threads, precision)
     ex = net.create_extractor()
     for name, array in feeds.items():
-        # clone: a Mat that wraps numpy memory segfaults when an in-place layer writes to it
-        # int32 keeps its bits (Embed reads word indices as int32); everything else is float32
-        array = np.ascontiguousarray(array, dtype=np.int32 if np.asarray(array).dtype == np.int32 else np.float32)
-        ex.input(name, ncnn.Mat(array).clone())
+        ex.input(name, input_mat(ncnn, array))
     result = {}
     for name in outputs:
         ret, mat = ex.extract(name)
@@ -74,22 +70,13 @@ def _run_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: 
 def _time_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads: int,
                      warmup: int, loops: int) -> dict:
     """The net loaded once, then `warmup` untimed and `loops` timed extractions (ms each)."""
-    import ncnn
-    net = ncnn.Net()
-    for opt in (*FP16_OPTIONS, "use_bf16_storage", "use_vulkan_compute"):
-        if hasattr(net.opt, opt):
-            setattr(net.opt, opt, False)
-    net.opt.num_threads = threads
-    if net.load_param(param) != 0 or net.load_model(bin_) != 0:
-        raise NcnnError(f"ncnn could not load {param} / {bin_}")
-    mats = {name: ncnn.Mat(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype == np.int32
-                                                 else np.float32)) for name, a in feeds.items()}
+    ncnn, net = _loaded_net(param, bin_, threads, "fp32")
     times = []
     for i in range(warmup + loops):
         start = time.perf_counter()
         ex = net.create_extractor()
-        for name, mat in mats.items():
-            ex.input(name, mat.clone())
+        for name, array in feeds.items():
+            ex.input(name, input_mat(ncnn, array))
         for name in outputs:
             if ex.extract(name)[0] != 0:
                 raise NcnnError(f"ncnn failed to compute blob {name!r}")
@@ -132,36 +119,29 @@ class NcnnRunner:
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
             outputs: list[str], precision: str = "fp32", threads: int | None = None) -> dict[str, np.ndarray]:
-        if self._proc is None or not self._proc.is_alive():
-            self._start()
-        self._conn.send((str(param), str(bin_), feeds, list(outputs), threads or self.threads, precision))
-        try:
-            reply = self._conn.recv()
-        except EOFError:
-            self._proc.join(5)
-            code = self._proc.exitcode
-            self._proc = None
-            raise NcnnCrash(f"the ncnn runtime crashed (exit code {code}) running {param}") from None
-        if reply[0] == "error":
-            raise NcnnError(reply[1])
-        return reply[1]
+        return self._request((str(param), str(bin_), feeds, list(outputs), threads or self.threads, precision))
 
     def time(self, param, bin_, feeds: dict, outputs: list[str], threads: int, warmup: int,
              loops: int) -> list[float]:
         """Milliseconds of each timed run (fp32, as run() computes)."""
+        request = ("time", str(param), str(bin_), feeds, list(outputs), threads, warmup, loops)
+        return self._request(request)["times"]
+
+    def _request(self, request: tuple) -> dict:
         if self._proc is None or not self._proc.is_alive():
             self._start()
-        self._conn.send(("time", str(param), str(bin_), feeds, list(outputs), threads, warmup, loops))
+        self._conn.send(request)
         try:
             reply = self._conn.recv()
         except EOFError:
             self._proc.join(5)
             code = self._proc.exitcode
             self._proc = None
+            param = request[1] if request[0] == "time" else request[0]
             raise NcnnCrash(f"the ncnn runtime crashed (exit code {code}) running {param}") from None
         if reply[0] == "error":
             raise NcnnError(reply[1])
-        return reply[1]["times"]
+        return reply[1]
 
     def close(self) -> None:
         if self._proc is not None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,18 +26,26 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, bool]]:
-    """(imported library module, at module level?) for each import in the file."""
+@functools.lru_cache(maxsize=None)
+def _import_statements(module: str, path: Path) -> tuple[tuple[str, tuple[str, ...], bool, bool], ...]:
+    """(base module, imported names, from-import?, at module level?) per import statement: parsed
+    once per file, since every structure test walks the same files."""
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
     found = []
     for node in ast.walk(tree):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            found.append(("", tuple(a.name for a in node.names), False, id(node) in top))
         elif isinstance(node, ast.ImportFrom):
-            base = _resolve(module, path, node)
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        for name in names:
-            found.append((name, id(node) in top))
+            found.append((_resolve(module, path, node), tuple(a.name for a in node.names), True, id(node) in top))
+    return tuple(found)
+
+
+def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, bool]]:
+    """(imported library module, at module level?) for each import in the file."""
+    found = []
+    for base, names, from_import, top in _import_statements(module, path):
+        if from_import:
+            names = tuple(f"{base}.{n}" if f"{base}.{n}" in known else base for n in names)
+        found += [(name, top) for name in names]
     return found

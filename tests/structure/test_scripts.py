@@ -3,6 +3,7 @@ checkout): a rename in the library once left the pnnx benchmark dead for a sessi
 Scripts that need torch (the exporters, a tools venv) are only compiled here."""
 from __future__ import annotations
 
+import json
 import py_compile
 import subprocess
 import sys
@@ -22,12 +23,42 @@ def test_scripts_are_listed():
     assert len(SCRIPTS) >= 15, [p.name for p in SCRIPTS]
 
 
-@pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name not in NEEDS_TORCH | LIBRARY], ids=lambda p: p.name)
-def test_script_help_runs(script):
-    result = subprocess.run([sys.executable, str(script), "--help"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
+RUNS_HELP = [p for p in SCRIPTS if p.name not in NEEDS_TORCH | LIBRARY]
+
+# One child runs every script's --help in turn as `python scripts/X.py --help` would (the script as
+# __main__, scripts/ first on sys.path), so the library and onnxruntime are imported once, not 20 times
+HELP_DRIVER = """
+import contextlib, io, json, runpy, sys
+results = {}
+for path in sys.argv[1:]:
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    sys.argv = [path, "--help"]
+    sys.path[0] = path.rsplit("/", 1)[0]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException as exc:
+            code, _ = 1, err.write(f"{type(exc).__name__}: {exc}")
+    results[path] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def help_runs():
+    result = subprocess.run([sys.executable, "-c", HELP_DRIVER, *map(str, RUNS_HELP)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "usage" in result.stdout.lower(), result.stdout[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("script", RUNS_HELP, ids=lambda p: p.name)
+def test_script_help_runs(script, help_runs):
+    code, stdout, stderr = help_runs[str(script)]
+    assert code == 0, stderr[-2000:]
+    assert "usage" in stdout.lower(), stdout[-2000:]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
