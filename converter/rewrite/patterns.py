@@ -1,4 +1,5 @@
-"""Matching helpers the fusion passes share (a scalar constant, the other operand, the sole reader), and the
+"""Matching helpers the fusion passes share (a scalar constant and how near it is, the other operand of
+a two-input node in either order, the sole reader), and the
 pieces of written-out normalizations that fuse_layernorm and fuse_rmsnorm both match.
 
     inv = 1 / sqrt(mean + eps)      as Add(eps) -> Sqrt -> Div(num, .)  or  -> Reciprocal -> Mul(num, .)
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.rewrite.driver import Miss
 
 
 def scalar(graph: Graph, name: str) -> float | None:
@@ -18,6 +20,26 @@ def scalar(graph: Graph, name: str) -> float | None:
     if value is None or value.size != 1 or value.dtype.kind != "f":
         return None
     return float(value.reshape(-1)[0])
+
+
+def near(value: float | None, want: float, rtol: float = 1e-6, atol: float = 0.0) -> bool:
+    """|value - want| <= atol + rtol * |want| (numpy's isclose), False for no value."""
+    return value is not None and abs(value - want) <= atol + rtol * abs(want)
+
+
+def expect_scalar(graph: Graph, name: str | None, want: float, what: str, rtol: float = 1e-6,
+                  atol: float = 0.0) -> None:
+    """Raise Miss unless `name` is a one-element float constant near `want`; the reason names `what`
+    and what it holds instead ("the Add after Erf's other operand is 2, not 1")."""
+    value = scalar(graph, name) if name else None
+    if near(value, want, rtol, atol):
+        return
+    if value is not None:
+        raise Miss(f"{what} is {value:.7g}, not {want:.7g}")
+    if not name:
+        raise Miss(f"{what} is missing")
+    raise Miss(f"{what} is not a constant" if graph.value(name) is None
+               else f"{what} is not a one-element float constant")
 
 
 def other(node: Node, name: str) -> str | None:
