@@ -15,7 +15,7 @@ import math
 
 from converter.ir import Graph, Node
 from converter.rewrite.driver import Match, apply, need, rule
-from converter.rewrite.patterns import expect_scalar, near, other, scalar, sole_reader
+from converter.rewrite.patterns import expect_scalar, near, other, scalar, sole_reader, times
 
 SQRT2 = math.sqrt(2.0)
 
@@ -27,9 +27,9 @@ def _scaled_input(graph: Graph, node: Node | None) -> str:
     if node.op == "Div":
         expect_scalar(graph, node.inputs[1], SQRT2, "the Div before Erf's divisor")
         return node.inputs[0]
-    for x, c in (node.inputs, node.inputs[::-1]):
-        if near(scalar(graph, c), 1 / SQRT2):
-            return x
+    x = times(graph, node, 1 / SQRT2)
+    if x is not None:
+        return x
     expect_scalar(graph, next((c for c in node.inputs[::-1] if graph.value(c) is not None), node.inputs[1]),
                   1 / SQRT2, "the Mul before Erf's factor")
 

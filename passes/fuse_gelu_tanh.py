@@ -17,7 +17,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.rewrite.driver import Match, Miss, apply, need, rule
-from converter.rewrite.patterns import expect_scalar, near, other, scalar, sole_reader
+from converter.rewrite.patterns import expect_scalar, near, other, scalar, sole_reader, times
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -28,12 +28,7 @@ def _is(graph: Graph, name: str | None, want: float) -> bool:
 
 def _scaled(graph: Graph, node: Node | None, want: float) -> str | None:
     """x for node = x * want (either order)."""
-    if node is None or node.op != "Mul" or len(node.inputs) != 2 or node.ncnn:
-        return None
-    for x, c in (node.inputs, node.inputs[::-1]):
-        if _is(graph, c, want):
-            return x
-    return None
+    return times(graph, node, want, rtol=1e-5)
 
 
 def _single(graph: Graph, name: str) -> Node | None:

@@ -49,6 +49,16 @@ def other(node: Node, name: str) -> str | None:
     return node.inputs[1 - node.inputs.index(name)]
 
 
+def times(graph: Graph, node: Node | None, want: float, rtol: float = 1e-6) -> str | None:
+    """x for node = x * c or c * x, c a scalar constant near `want` (both operand orders tried here, once)."""
+    if node is None or node.op != "Mul" or len(node.inputs) != 2 or node.ncnn:
+        return None
+    for x, c in (node.inputs, node.inputs[::-1]):
+        if near(scalar(graph, c), want, rtol):
+            return x
+    return None
+
+
 def sole_reader(graph: Graph, name: str, *ops: str) -> Node | None:
     """The only reader of `name` if it is one of `ops` and `name` is not a graph output."""
     readers = graph.consumers(name)
