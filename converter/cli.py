@@ -21,6 +21,7 @@ from converter.ncnn_side.layout import LayoutError, to_ncnn
 from converter.ncnn_side.reader import NcnnFormatError
 from converter.onnx_side.loader import read_model
 from converter.onnx_side.pnnx_args import pnnx_input_shapes, split_pnnx_args
+from converter.rewrite.driver import explained
 from converter.run_command import (
     check_input_names,
     check_output_path,
@@ -341,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy/onnx warnings print source lines: the user gets one line or a result, never those
             warnings.simplefilter("ignore")
-            return COMMANDS[args.command](args)
+            with explained(sys.stderr if getattr(args, "explain_fusions", False) else None):
+                return COMMANDS[args.command](args)
     except (UsageError, ConversionError) as exc:
         print(f"onnx2ncnn: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -70,6 +70,12 @@ def add_target_option(parser) -> None:
                         f"refuse naming the node otherwise (default: {NEWEST}, the newest known)")
 
 
+def add_explain_option(parser) -> None:
+    parser.add_argument("--explain-fusions", action="store_true", help="print on stderr, for each fusion pass "
+                        "(GELU, norms, attention, ...), how often it fired and, for each node a pattern starts "
+                        "from that did not fuse, the node's name and why (default: quiet)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
@@ -99,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "a list of them for several models (default: a summary line)")
     add_int8_options(conv)
     add_target_option(conv)
+    add_explain_option(conv)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
     ver.add_argument("model", help="the .onnx file")

@@ -8,13 +8,15 @@ same sum up to float rounding. timm's LayerScale (`x * gamma` after the attentio
 projection and after the MLP) is this: pnnx and an unfolded lowering run it as a BinaryOp reading a
 MemoryData (cloned on every run) after the Gemm. A scalar g is left alone (fuse_attention reads a
 scalar scale on q as the attention's scale). The MatMul and Add outputs must be read only inside
-the pattern, the Mul's must not be a graph output. One walk over the Mul nodes.
+the pattern, the Mul's must not be a graph output. One walk over the Mul nodes
+(converter/rewrite/driver.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.rewrite.driver import Match, apply, need, rule
 
 
 def _only_reader(graph: Graph, tensor: str) -> bool:
@@ -53,33 +55,35 @@ def _projection(graph: Graph, name: str) -> tuple[Node, Node | None, np.ndarray,
     return (node, add, w, b) if b is not None else None
 
 
+def _match(graph: Graph, mul: Node) -> Match:
+    need(len(mul.inputs) == 2 and mul.outputs[0] not in graph.outputs, "a graph output, or not two operands")
+    computed = [i for i in mul.inputs if graph.value(i) is None]
+    need(len(computed) == 1, "not one computed operand and one constant")
+    need(_only_reader(graph, computed[0]), "the computed operand is read elsewhere too")
+    found = _projection(graph, computed[0])
+    need(found is not None, "the computed operand is not MatMul(x, W) [+ b], W a float32 matrix, b per column")
+    matmul, add, w, b = found
+    scale_name = next(i for i in mul.inputs if graph.value(i) is not None)
+    g = _column_constant(graph, scale_name, w.shape[1])
+    x_shape = graph.tensors[computed[0]].shape
+    need(g is not None and x_shape is not None and graph.value(scale_name).ndim <= len(x_shape),
+         f"the constant is not {w.shape[1]} float32 values along the last axis")
+    return Match([mul], matmul=matmul, add=add, w=w, g=g, computed=computed[0], out=mul.outputs[0])
+
+
+def _build(graph: Graph, m: Match) -> None:
+    w_name = graph.add_constant(f"{m.matmul.inputs[1]}_scaled", (m.w * m.g).astype(np.float32)).name
+    graph.set_inputs(m.matmul, [m.matmul.inputs[0], w_name])
+    if m.add is not None:
+        slot = next(s for s, i in enumerate(m.add.inputs) if graph.value(i) is not None)
+        bias = graph.value(m.add.inputs[slot])
+        scaled = (bias.reshape(-1) * m.g).astype(np.float32).reshape(bias.shape)
+        graph.replace_input(m.add, slot, graph.add_constant(f"{m.add.inputs[slot]}_scaled", scaled).name)
+    graph.replace_all_uses(m.out, m.computed)       # the Mul itself goes when build returns
+
+
+RULE = rule("fold_scale_into_matmul", "scales_folded", "Mul", _match, _build)
+
+
 def fold_scale_into_matmul(graph: Graph) -> dict:
-    folded = 0
-    for mul in graph.topological():
-        if mul.op != "Mul" or mul.ncnn or len(mul.inputs) != 2 or mul.outputs[0] in graph.outputs:
-            continue
-        computed = [i for i in mul.inputs if graph.value(i) is None]
-        if len(computed) != 1 or not _only_reader(graph, computed[0]):
-            continue
-        found = _projection(graph, computed[0])
-        if found is None:
-            continue
-        matmul, add, w, b = found
-        scale_name = next(i for i in mul.inputs if graph.value(i) is not None)
-        g = _column_constant(graph, scale_name, w.shape[1])
-        x_shape = graph.tensors[computed[0]].shape
-        if g is None or x_shape is None or graph.value(scale_name).ndim > len(x_shape):
-            continue
-        w_name = graph.add_constant(f"{matmul.inputs[1]}_scaled", (w * g).astype(np.float32)).name
-        graph.set_inputs(matmul, [matmul.inputs[0], w_name])
-        if add is not None:
-            slot = next(s for s, i in enumerate(add.inputs) if graph.value(i) is not None)
-            bias = graph.value(add.inputs[slot])
-            scaled = (bias.reshape(-1) * g).astype(np.float32).reshape(bias.shape)
-            graph.replace_input(add, slot, graph.add_constant(f"{add.inputs[slot]}_scaled", scaled).name)
-        graph.remove_node(mul)
-        graph.replace_all_uses(mul.outputs[0], computed[0])
-        folded += 1
-    if folded:
-        graph.remove_unused_tensors()
-    return {"scales_folded": folded}
+    return apply(graph, RULE)

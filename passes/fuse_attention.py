@@ -16,17 +16,19 @@ checked by running them on an array of element indexes: each head must read exac
 h*D..h*D+D-1 of its projection, and the output must put head h's column d at h*D+d. Run-time
 sequence lengths are checked at two sets of sizes (attention_probe.py). Every intermediate tensor must be read only inside the match. Where the numbers would
 differ (mask added before the scale, a scale on v, softmax over another axis, a mask that is
-multiplied) the nodes are left as they are. One walk over the Softmax nodes.
+multiplied) the nodes are left as they are. One walk over the Softmax nodes (converter/rewrite/driver.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.rewrite.attention_probe import (NoMatch, attention_scores, match_at_any_size, need as _need,
                                                passes_float_on, symbolic_shapes)
+from converter.rewrite.driver import Match, Miss, apply, rule
 from converter.rewrite.patterns import read_only_inside, scale_of
 from converter.shapes.symbolic import pinned_inputs
 
@@ -255,13 +257,29 @@ def _rows(graph: Graph, name: str) -> tuple[int, int]:
     return shape
 
 
+def _scores(graph: Graph, softmax: Node):
+    try:
+        return attention_scores(graph, softmax)
+    except NoMatch:
+        raise NoMatch("the Softmax's input is not MatMul(q, k) scaled by constants (plus a mask)") from None
+
+
+def _why(reason: str, find: Callable, *args):
+    """`find(*args)`, a NoMatch without a reason of its own given `reason`."""
+    try:
+        return find(*args)
+    except NoMatch as exc:
+        raise NoMatch(str(exc) or reason) from None
+
+
 def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], list[Node]]:
     x = graph.tensors[softmax.inputs[0]]
     axis = softmax.attrs["axis"]
-    _need(x.rank == 4 and axis % 4 == 3)
-    qk, score_nodes, scale, mask = attention_scores(graph, softmax)
-    q = _heads(graph, qk.inputs[0], True, False)
-    k = _heads(graph, qk.inputs[1], True, True)
+    if not (x.rank == 4 and axis % 4 == 3):
+        raise NoMatch(f"a Softmax over axis {axis} of a rank {x.rank} tensor, not the last of 4")
+    qk, score_nodes, scale, mask = _scores(graph, softmax)
+    q = _why("q is not a projection's columns laid out as heads", _heads, graph, qk.inputs[0], True, False)
+    k = _why("k is not a projection's columns laid out as transposed heads", _heads, graph, qk.inputs[1], True, True)
     probs, passthrough = softmax.outputs[0], []
     while True:
         readers = graph.consumers(probs)
@@ -270,21 +288,25 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
             break
         passthrough.append(readers[0])
         probs = readers[0].outputs[0]
-    _need(readers[0].op == "MatMul" and readers[0].inputs[0] == probs)
+    if not (readers[0].op == "MatMul" and readers[0].inputs[0] == probs):
+        raise NoMatch("the probabilities are not read by one MatMul(p, v) only")
     pv = readers[0]
-    v = _heads(graph, pv.inputs[1], False, False)
+    v = _why("v is not a projection's columns laid out as heads", _heads, graph, pv.inputs[1], False, False)
     (qp, qn, qs, qo, heads, d), (kp, kn, ks, ko, kh, kd), (vp, vn, _, vo, vh, vd) = q, k, v
-    _need(heads == kh == vh and d == kd == vd)
+    if not (heads == kh == vh and d == kd == vd):
+        raise NoMatch(f"q, k and v have {heads}, {kh}, {vh} heads of {d}, {kd}, {vd} values: not all the same")
     embed = heads * d
     (t, qdim), (s, kdim), (s_v, vdim) = (_rows(graph, p.x) for p in (qp, kp, vp))
     _need(s_v == s)
-    out_nodes, out = _output(graph, pv.outputs[0], heads, t, d)
+    out_nodes, out = _why("the heads are not merged back and projected by one MatMul [+ Add]", _output, graph,
+                          pv.outputs[0], heads, t, d)
     _need(out.weight.shape == (embed, qdim) and _rows(graph, out.out) == (t, qdim))
     projections = {id(n): n for p in (qp, kp, vp) for n in p.nodes}
     nodes = [*projections.values(), *qn, *kn, *vn, *score_nodes, softmax, *passthrough, pv, *out_nodes, *out.nodes]
     nodes = list({n.name: n for n in nodes}.values())
     last = out.nodes[-1]
-    _need(read_only_inside(graph, nodes, last))
+    if not read_only_inside(graph, nodes, last):
+        raise NoMatch("a tensor inside the block is read outside it")
     stem = softmax.name
     mask_name, mask_nodes = None, []
     if mask is not None:        # the layers of one model share their mask: broadcast it once
@@ -307,19 +329,19 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
     return fused, nodes, mask_nodes
 
 
+def _match_rule(graph: Graph, softmax: Node, shapes, masks: dict) -> Match:
+    try:
+        node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, _scores, masks)
+    except NoMatch as exc:
+        raise Miss(str(exc) or "no attention block around this Softmax") from None
+    return Match(nodes, node=node, mask_nodes=mask_nodes)
+
+
+def _build(graph: Graph, m: Match) -> list[Node]:
+    return [*m.mask_nodes, m.node]
+
+
 def fuse_attention(graph: Graph) -> dict:
-    fused, masks, shapes = 0, {}, symbolic_shapes(graph)
-    for softmax in graph.onnx_nodes_of("Softmax"):
-        try:
-            node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, attention_scores, masks)
-        except NoMatch:
-            continue
-        for n in nodes:
-            graph.remove_node(n)
-        for n in mask_nodes:
-            graph.add_node(n)
-        graph.add_node(node)
-        fused += 1
-    if fused:
-        graph.remove_unused_tensors()
-    return {"attention_fused": fused}
+    masks, shapes = {}, symbolic_shapes(graph)
+    return apply(graph, rule("fuse_attention", "attention_fused", "Softmax",
+                             lambda g, softmax: _match_rule(g, softmax, shapes, masks), _build))

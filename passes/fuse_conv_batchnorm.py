@@ -7,9 +7,12 @@ t joins its bias; the BN disappears. One walk over the BN nodes.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.rewrite.driver import Match, apply, need, rule
 from converter.rewrite.channel_affine import fold_into_conv, fold_into_gemm
 
 
@@ -29,21 +32,24 @@ def _bn_affine(graph: Graph, bn: Node) -> tuple[np.ndarray, np.ndarray] | None:
 FOLDERS = {"Conv": fold_into_conv, "Gemm": fold_into_gemm}
 
 
+def _match(graph: Graph, bn: Node) -> Match:
+    producer = graph.producer(bn.inputs[0])
+    need(producer is not None and producer.op in FOLDERS and not producer.ncnn,
+         "the input is not written by a Conv or a Gemm")
+    need(graph.use_count(bn.inputs[0]) == 1, f"the {producer.op}'s output is read elsewhere too")
+    affine = _bn_affine(graph, bn)
+    need(affine is not None, "training mode, or statistics that are not constants of one size")
+    inputs = FOLDERS[producer.op](graph, producer, *affine)
+    need(inputs is not None, f"the {producer.op}'s weights cannot take the scale (not constants, or grouped apart)")
+    return Match([bn, producer], producer=producer, inputs=inputs, out=bn.outputs[0])
+
+
+def _build(graph: Graph, m: Match) -> list[Node]:
+    return [replace(m.producer, inputs=m.inputs, outputs=[m.out])]
+
+
+RULE = rule("fuse_conv_batchnorm", "conv_bn_fused", "BatchNormalization", _match, _build)
+
+
 def fuse_conv_batchnorm(graph: Graph) -> dict:
-    fused = 0
-    for bn in [n for n in graph.topological() if n.op == "BatchNormalization" and not n.ncnn]:
-        producer = graph.producer(bn.inputs[0])
-        if producer is None or producer.op not in FOLDERS or producer.ncnn \
-                or graph.use_count(bn.inputs[0]) != 1:
-            continue
-        affine = _bn_affine(graph, bn)
-        if affine is None:
-            continue
-        inputs = FOLDERS[producer.op](graph, producer, *affine)
-        if inputs is None:
-            continue
-        graph.fold_into_producer(producer, bn, inputs=inputs, outputs=[bn.outputs[0]])
-        fused += 1
-    if fused:
-        graph.remove_unused_tensors()
-    return {"conv_bn_fused": fused}
+    return apply(graph, RULE)

@@ -11,7 +11,7 @@ which take s and b along: (n*s_g + b_g)*gamma_c + beta_c. Lowered one by one the
 a one-channel GroupNorm and two broadcast BinaryOps (poolformer: 1.34x the time of pnnx's file,
 which fuses them). A constant varying along another axis, an intermediate read elsewhere, or an
 input without a batch axis of 1 in front leaves the nodes alone. One walk over the
-InstanceNormalization nodes.
+InstanceNormalization nodes (converter/rewrite/driver.py).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.lowering.common import layer
+from converter.rewrite.driver import Match, apply, need, rule
 from converter.rewrite.patterns import other, sole_reader
 
 
@@ -32,26 +33,26 @@ def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarr
     return np.broadcast_to(full.reshape(-1), (channels,)).astype(np.float32)
 
 
-def _match(graph: Graph, norm: Node):
-    """(x, groups, eps, gamma, beta, nodes, output) for an InstanceNormalization inside the pattern."""
+def _match(graph: Graph, norm: Node) -> Match:
+    """The Reshape -> InstanceNormalization -> Reshape [-> Mul] [-> Add] around `norm`."""
     first = graph.producer(norm.inputs[0])
-    if (first is None or first.op != "Reshape" or first.ncnn
-            or sole_reader(graph, first.outputs[0], "InstanceNormalization") is not norm):
-        return None
+    need(first is not None and first.op == "Reshape" and not first.ncnn
+         and sole_reader(graph, first.outputs[0], "InstanceNormalization") is norm,
+         "the input is not a Reshape read by this InstanceNormalization only")
     x = graph.tensors[first.inputs[0]]
     r = graph.tensors[first.outputs[0]]
-    if (x.shape is None or None in x.shape or x.rank not in (3, 4) or x.batch_axis != 0 or x.shape[0] != 1
-            or x.dtype != np.float32 or r.shape is None or r.rank != 3 or r.shape[0] != 1):
-        return None
+    need(x.shape is not None and None not in x.shape and x.rank in (3, 4) and x.batch_axis == 0 and x.shape[0] == 1
+         and x.dtype == np.float32 and r.shape is not None and r.rank == 3 and r.shape[0] == 1,
+         "the Reshape does not take a static float32 (1, C, ...) x to (1, G, -1)")
     channels, groups = x.shape[1], r.shape[1]
-    if groups is None or groups < 1 or channels % groups or r.shape[2] != int(np.prod(x.shape)) // groups:
-        return None
+    need(groups is not None and groups >= 1 and not channels % groups
+         and r.shape[2] == int(np.prod(x.shape)) // groups, "the groups do not divide the channels")
     scale, bias = (graph.value(n) for n in norm.inputs[1:3])
-    if scale is None or bias is None or scale.size != groups or bias.size != groups:
-        return None
+    need(scale is not None and bias is not None and scale.size == groups and bias.size == groups,
+         "the scale and bias are not constants of one value per group")
     back = sole_reader(graph, norm.outputs[0], "Reshape")
-    if back is None or back.inputs[0] != norm.outputs[0] or graph.tensors[back.outputs[0]].shape != x.shape:
-        return None
+    need(back is not None and back.inputs[0] == norm.outputs[0] and graph.tensors[back.outputs[0]].shape == x.shape,
+         "the result is not reshaped back to x's shape (and read nowhere else)")
     per_group = channels // groups
     gamma = np.repeat(scale.astype(np.float32).reshape(-1), per_group)
     beta = np.repeat(bias.astype(np.float32).reshape(-1), per_group)
@@ -68,22 +69,17 @@ def _match(graph: Graph, norm: Node):
             beta = beta + value
         nodes.append(node)
         y = node.outputs[0]
-    return x.name, groups, float(norm.attrs["epsilon"]), gamma, beta, nodes, y
+    return Match(nodes, x=x.name, groups=groups, channels=channels, eps=float(norm.attrs["epsilon"]),
+                 gamma=gamma, beta=beta, y=y, norm=norm)
+
+
+def _build(graph: Graph, m: Match) -> list[Node]:
+    return [layer(m.norm, graph, "GroupNorm", [m.x], [m.y], {0: m.groups, 1: m.channels, 2: m.eps, 3: 1},
+                  [m.gamma, m.beta], suffix="_groupnorm")]
+
+
+RULE = rule("fuse_groupnorm", "groupnorm_fused", "InstanceNormalization", _match, _build)
 
 
 def fuse_groupnorm(graph: Graph) -> dict:
-    fused = 0
-    for norm in graph.onnx_nodes_of("InstanceNormalization"):
-        found = _match(graph, norm)
-        if found is None:
-            continue
-        x, groups, eps, gamma, beta, nodes, y = found
-        channels = graph.tensors[x].shape[1]
-        for node in nodes:
-            graph.remove_node(node)
-        graph.add_node(layer(norm, graph, "GroupNorm", [x], [y], {0: groups, 1: channels, 2: eps, 3: 1},
-                             [gamma, beta], suffix="_groupnorm"))
-        fused += 1
-    if fused:
-        graph.remove_unused_tensors()
-    return {"groupnorm_fused": fused}
+    return apply(graph, RULE)

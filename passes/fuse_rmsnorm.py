@@ -6,27 +6,28 @@ RMSNorm), as torch exports HF Llama/T5-style norms:
 
 (keepdims mean over the trailing axes from `axis`). ncnn's RMSNorm computes these steps. eps
 outside the square root, or a mean over other axes, leave the nodes alone. One walk over the
-ReduceMean nodes.
+ReduceMean nodes (converter/rewrite/driver.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.rewrite.driver import Match, apply, need, rule
 from converter.rewrite.patterns import affine, inverse_std, is_square_of, same_type_cast, trailing_mean_axis
 
 
-def _match(graph: Graph, mean: Node):
+def _match(graph: Graph, mean: Node) -> Match:
     axis = trailing_mean_axis(graph, mean)
+    need(axis is not None, "not a keepdims float32 mean over the trailing axes")
     square = graph.producer(mean.inputs[0])
-    if axis is None or square is None or graph.use_count(square.outputs[0]) != 1:
-        return None
+    need(square is not None and graph.use_count(square.outputs[0]) == 1,
+         "the mean's input is not computed, or is read outside the pattern")
     x = square.inputs[0]
-    if not is_square_of(graph, square, x) or graph.tensors[square.outputs[0]].shape != graph.tensors[x].shape:
-        return None
+    need(is_square_of(graph, square, x) and graph.tensors[square.outputs[0]].shape == graph.tensors[x].shape,
+         "the mean's input is not x ** 2 or x * x")
     found = inverse_std(graph, mean.outputs[0], x)
-    if found is None:
-        return None
+    need(found is not None, "the mean is not x / sqrt(mean + eps), eps a constant")
     eps, tail, y = found
     nodes = [square, mean, *tail]
     cast = same_type_cast(graph, y)
@@ -38,27 +39,19 @@ def _match(graph: Graph, mean: Node):
     if scale is not None:
         nodes.append(scale[0])
         y = scale[0].outputs[0]
-    return x, axis, eps, weight, nodes, y
+    normalized = graph.tensors[x].shape[axis:]
+    need(None not in normalized, "the normalized extents are not all known (ncnn's RMSNorm needs the affine size)")
+    return Match(nodes, x=x, axis=axis, eps=eps, weight=weight, y=y, mean=mean, normalized=normalized)
+
+
+def _build(graph: Graph, m: Match) -> list[Node]:
+    gamma = graph.add_constant(f"{m.mean.name}_gamma", np.broadcast_to(m.weight, m.normalized).copy()).name
+    return [Node(graph.fresh_name(f"{m.mean.name}_rmsnorm"), "RMSNormalization", [m.x, gamma], [m.y],
+                 {"axis": m.axis, "epsilon": m.eps}, origin=m.mean.origin or m.mean.name)]
+
+
+RULE = rule("fuse_rmsnorm", "rmsnorm_fused", "ReduceMean", _match, _build)
 
 
 def fuse_rmsnorm(graph: Graph) -> dict:
-    fused = 0
-    for mean in graph.topological():
-        if mean.op != "ReduceMean" or mean.name not in graph.nodes:
-            continue
-        found = _match(graph, mean)
-        if found is None:
-            continue
-        x, axis, eps, weight, nodes, y = found
-        normalized = graph.tensors[x].shape[axis:]
-        if None in normalized:
-            continue        # ncnn's RMSNorm needs the affine size
-        gamma = graph.add_constant(f"{mean.name}_gamma", np.broadcast_to(weight, normalized).copy()).name
-        for node in nodes:
-            graph.remove_node(node)
-        graph.add_node(Node(graph.fresh_name(f"{mean.name}_rmsnorm"), "RMSNormalization", [x, gamma], [y],
-                            {"axis": axis, "epsilon": eps}, origin=mean.origin or mean.name))
-        fused += 1
-    if fused:
-        graph.remove_unused_tensors()
-    return {"rmsnorm_fused": fused}
+    return apply(graph, RULE)

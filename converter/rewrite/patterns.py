@@ -1,4 +1,5 @@
-"""Matching helpers the fusion passes share (a scalar constant, the other operand, the sole reader), and the
+"""Matching helpers the fusion passes share (a scalar constant and how near it is, the other operand of
+a two-input node in either order, the sole reader), and the
 pieces of written-out normalizations that fuse_layernorm and fuse_rmsnorm both match.
 
     inv = 1 / sqrt(mean + eps)      as Add(eps) -> Sqrt -> Div(num, .)  or  -> Reciprocal -> Mul(num, .)
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.rewrite.driver import Miss
 
 
 def scalar(graph: Graph, name: str) -> float | None:
@@ -20,11 +22,41 @@ def scalar(graph: Graph, name: str) -> float | None:
     return float(value.reshape(-1)[0])
 
 
+def near(value: float | None, want: float, rtol: float = 1e-6, atol: float = 0.0) -> bool:
+    """|value - want| <= atol + rtol * |want| (numpy's isclose), False for no value."""
+    return value is not None and abs(value - want) <= atol + rtol * abs(want)
+
+
+def expect_scalar(graph: Graph, name: str | None, want: float, what: str, rtol: float = 1e-6,
+                  atol: float = 0.0) -> None:
+    """Raise Miss unless `name` is a one-element float constant near `want`; the reason names `what`
+    and what it holds instead ("the Add after Erf's other operand is 2, not 1")."""
+    value = scalar(graph, name) if name else None
+    if near(value, want, rtol, atol):
+        return
+    if value is not None:
+        raise Miss(f"{what} is {value:.7g}, not {want:.7g}")
+    if not name:
+        raise Miss(f"{what} is missing")
+    raise Miss(f"{what} is not a constant" if graph.value(name) is None
+               else f"{what} is not a one-element float constant")
+
+
 def other(node: Node, name: str) -> str | None:
     """The other operand of a two-input node that reads `name` once."""
     if len(node.inputs) != 2 or node.inputs.count(name) != 1:
         return None
     return node.inputs[1 - node.inputs.index(name)]
+
+
+def times(graph: Graph, node: Node | None, want: float, rtol: float = 1e-6) -> str | None:
+    """x for node = x * c or c * x, c a scalar constant near `want` (both operand orders tried here, once)."""
+    if node is None or node.op != "Mul" or len(node.inputs) != 2 or node.ncnn:
+        return None
+    for x, c in (node.inputs, node.inputs[::-1]):
+        if near(scalar(graph, c), want, rtol):
+            return x
+    return None
 
 
 def sole_reader(graph: Graph, name: str, *ops: str) -> Node | None:
