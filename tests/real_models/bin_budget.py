@@ -15,7 +15,6 @@ EXCEPTIONS = {
     **{name: "a 2-D Conv over a batch of 2 merged into channels stores its weights per item"
        for name in ("cnn_batch2_ts", "cnn_batch2_dynamo")},
     "detection_heads_ts": "one head's Convs run at every pyramid level; each Convolution holds a copy",
-    "sequencer_ts": "an LSTM over a batch of sequences is one ncnn LSTM per sequence, each with the weights",
     **{name: COMPUTED for name in ("fnet_dynamo", "hf_swin_ts", "tnt_dynamo")},
 }
 
