@@ -67,6 +67,7 @@ from .resolve_symbolic_extents import resolve_symbolic_extents
 from .resolve_sequences import resolve_sequences
 from .rewrite_division_nan_guard import rewrite_division_nan_guard
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
+from .share_repeated_weights import share_repeated_weights
 from .sink_quantize import sink_quantize
 from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
@@ -207,6 +208,9 @@ PIPELINE: list[Pass] = [
     # on the final blobs' shapes (static lengths pick the form), after the mask is lowered and before
     # constants become MemoryData; the Gemms it writes take no activation, like convert_innerproduct_gemm's
     expand_small_attention,
+    # --share-weights only: on the final Gemms (convert_innerproduct_gemm and expand_small_attention wrote
+    # theirs), while B is still a weight; the one B it keeps becomes a MemoryData in materialize_constants
+    share_repeated_weights,
     materialize_constants,
     eliminate_dead,
     # before fold_reshape_chains (a Flatten after the pixel it gives back folds away) and fuse_activation

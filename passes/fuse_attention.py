@@ -307,19 +307,34 @@ def _match(graph: Graph, softmax: Node, masks: dict) -> tuple[Node, list[Node], 
     return fused, nodes, mask_nodes
 
 
+def _repeated(matches: list) -> set[int]:
+    """Indexes of matches whose query weights another match holds too (a block the model reuses)."""
+    seen: dict[bytes, list[int]] = {}
+    for k, (node, _, _) in enumerate(matches):
+        seen.setdefault(np.ascontiguousarray(node.weights[0]).tobytes(), []).append(k)
+    return {k for group in seen.values() if len(group) > 1 for k in group}
+
+
 def fuse_attention(graph: Graph) -> dict:
     fused, masks, shapes = 0, {}, symbolic_shapes(graph)
+    matches = []
     for softmax in graph.onnx_nodes_of("Softmax"):
         try:
-            node, nodes, mask_nodes = match_at_any_size(graph, shapes, softmax, _match, attention_scores, masks)
+            matches.append(match_at_any_size(graph, shapes, softmax, _match, attention_scores, masks))
         except NoMatch:
+            continue
+    # convert --share-weights: MultiHeadAttention takes no weight blob, so a reused block stays
+    # projections (Gemms that share_repeated_weights makes read one B) around its attention
+    kept = _repeated(matches) if graph.share_weights else set()
+    for k, (node, nodes, mask_nodes) in enumerate(matches):
+        for n in mask_nodes:        # a later match may read a mask this one made (eliminate_dead drops the rest)
+            graph.add_node(n)
+        if k in kept:
             continue
         for n in nodes:
             graph.remove_node(n)
-        for n in mask_nodes:
-            graph.add_node(n)
         graph.add_node(node)
         fused += 1
     if fused:
         graph.remove_unused_tensors()
-    return {"attention_fused": fused}
+    return {"attention_fused": fused, "attention_kept_for_shared_weights": len(kept)}
