@@ -50,6 +50,7 @@ from .fuse_rotary_embed import fuse_rotary_embed
 from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
+from .hoist_shared_projections import hoist_shared_projections
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import check_single_readers, insert_split
@@ -191,6 +192,9 @@ PIPELINE: list[Pass] = [
     # int8 tensors that MaxPool/Reshape/Concat... carry between QOperator nodes become float32 holding the
     # same whole numbers; after every pass that asks onnx's shape inference, which would insist on int8
     carry_quantized_as_float,
+    # after the fusions (fuse_recurrent_cells took the cells it could; attention takes its projections)
+    # and the shape passes (static 2-D inputs): per-step products by one weight become one product
+    hoist_shared_projections,
     # after every fusion that matches a MatMul (attention projections, scales); right before lowering
     flatten_matmul_rows,
     lower_onnx,
