@@ -15,8 +15,8 @@ exp clamps at 88: 4e-39), so h and c leave the reset step below 1e-36 instead of
 nothing after them can see next to float rounding; GRU's candidate gets -b_WN, cancelling its
 input bias exactly (an fp16 .bin rounds both alike). The reset rows are cropped from the output.
 Only where exact: LSTM and GRU (an RNN's tanh has no gate to close), zero initial states
-(constants or left out), Y the only output read (final states would be rows of Y, not taken
-yet), and |w| within fp16's range.
+(constants or left out), Y and Y_h read, not Y_c (Y_h is a row of Y per direction; the cell
+state is in no output), and |w| within fp16's range.
 
 per_sequence: otherwise, one layer per sequence on its cropped rows, results stacked on the
 batch axis; the weights are stored B times.
@@ -85,18 +85,18 @@ def _tensor(graph: Graph, stem: str, shape: tuple) -> str:
 def batch_in_time(graph: Graph, node: Node, run: BatchRun, params: dict, weights: list) -> list[Node] | None:
     """The batch as one sequence with reset steps; None where that would not be exact."""
     x = graph.tensors[node.inputs[0]]
-    y = _read(graph, node.outputs[0]) if node.outputs else ""
-    if run.op == "RNN" or not y or any(_read(graph, o) for o in node.outputs[1:]):
-        return None
-    if x.batch_axis is not None or graph.tensors[y].batch_axis is not None or not _zero_states(graph, node, run):
+    y, y_h, y_c = ([_read(graph, o) for o in node.outputs] + ["", "", ""])[:3]
+    if run.op == "RNN" or not (y or y_h) or y_c or x.batch_axis is not None or not _zero_states(graph, node, run):
         return None
     flag = _flag_column(run.op, weights, run)
     if flag is None:
         return None
     b, dirs, hidden, size = run.batch, run.dirs, run.hidden, run.size
     steps = x.shape[run.layout]
-    y_shape = (b, steps, dirs, hidden) if run.layout else (steps, dirs, b, hidden)
-    if graph.tensors[y].ncnn_shape != y_shape:
+    wanted = {y: (b, steps, dirs, hidden) if run.layout else (steps, dirs, b, hidden),
+              y_h: (b, dirs, hidden) if run.layout else (dirs, b, hidden)}
+    if any(o and (graph.tensors[o].batch_axis is not None or graph.tensors[o].ncnn_shape != shape)
+           for o, shape in wanted.items()):
         return None
     made, stem = [], node.name
     seqs = x.name
@@ -121,12 +121,35 @@ def batch_in_time(graph: Graph, node: Node, run: BatchRun, params: dict, weights
     made.append(reshape_layer(graph, node, out, per_seq, {}, suffix="_per_sequence"))
     real = _tensor(graph, f"{stem}_real_steps", (b, steps, dirs * hidden))
     made.append(layer(node, graph, "Crop", [per_seq], [real], {9: [0], 10: [steps], 11: [1]}, suffix="_real_steps"))
-    if run.layout:
+    if y and run.layout:
         made.append(reshape_layer(graph, node, real, y, {}, suffix="_y"))
-        return made
-    split = _tensor(graph, f"{stem}_directions", (b, steps, dirs, hidden))
-    made.append(reshape_layer(graph, node, real, split, {}, suffix="_directions"))
-    made.append(layer(node, graph, "Permute", [split], [y], {0: ORDER_TYPE[(4, (1, 2, 0, 3))]}, suffix="_y"))
+    elif y:
+        split = _tensor(graph, f"{stem}_directions", (b, steps, dirs, hidden))
+        made.append(reshape_layer(graph, node, real, split, {}, suffix="_directions"))
+        made.append(layer(node, graph, "Permute", [split], [y], {0: ORDER_TYPE[(4, (1, 2, 0, 3))]}, suffix="_y"))
+    if y_h:
+        made += _final_hidden(graph, node, run, params[2], real, y_h, steps)
+    return made
+
+
+def _final_hidden(graph: Graph, node: Node, run: BatchRun, direction: int, real: str, y_h: str,
+                  steps: int) -> list[Node]:
+    """Y_h from the real steps (B, T, dirs * H): a forward pass ends at row T - 1, a reverse one at row 0."""
+    b, hidden, made, parts = run.batch, run.hidden, [], []
+    for d in range(run.dirs):
+        row = 0 if direction == 1 or d == 1 else steps - 1
+        part = _tensor(graph, f"{node.name}_final{d}", (b, 1, hidden))
+        made.append(layer(node, graph, "Crop", [real], [part], {9: [row, d * hidden], 10: [row + 1, (d + 1) * hidden],
+                                                               11: [1, 2]}, suffix=f"_final{d}"))
+        parts.append(part)
+    finals = parts[0]
+    if run.dirs == 2:
+        finals = _tensor(graph, f"{node.name}_finals", (b, 2, hidden))
+        made.append(layer(node, graph, "Concat", parts, [finals], {0: 1}, suffix="_finals"))
+    if run.layout:
+        made.append(reshape_layer(graph, node, finals, y_h, {}, suffix="_y_h"))
+    else:
+        made.append(layer(node, graph, "Permute", [finals], [y_h], {0: ORDER_TYPE[(3, (1, 0, 2))]}, suffix="_y_h"))
     return made
 
 

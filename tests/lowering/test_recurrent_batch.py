@@ -19,11 +19,13 @@ def _zero_states(model):
     return model
 
 
-@pytest.mark.parametrize("op,direction,layout,states", [("LSTM", "bidirectional", 0, "constant"),
-                                                        ("GRU", "forward", 1, "none"),
-                                                        ("GRU", "reverse", 0, "none")])
-def test_batch_runs_as_one_layer_with_one_weight_copy(tmp_path, op, direction, layout, states):
-    model = _zero_states(recurrent_model(op, direction, states, read_states=False, layout=layout, batch=2))
+@pytest.mark.parametrize("op,direction,layout,states,final", [("LSTM", "bidirectional", 0, "constant", False),
+                                                              ("GRU", "forward", 1, "none", False),
+                                                              ("GRU", "reverse", 0, "none", True),
+                                                              ("GRU", "bidirectional", 0, "none", True)])
+def test_batch_runs_as_one_layer_with_one_weight_copy(tmp_path, op, direction, layout, states, final):
+    """`final`: Y_h is read too (rows of Y: the last step forward, the first in reverse)."""
+    model = _zero_states(recurrent_model(op, direction, states, read_states=final, layout=layout, batch=2))
     # onnxruntime refuses layout=1: check that one against the real runtime's batch-1 runs instead
     converted = check_in_ncnn(model, tmp_path, low=-3, high=3) if not layout else None
     if layout:
@@ -47,6 +49,7 @@ def _compare_with_single_sequences(converted, model, tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_final_states_read_keep_one_layer_per_sequence():
+def test_a_read_cell_state_keeps_one_layer_per_sequence():
+    """Y_c is in no output of the one-sequence form."""
     converted = convert(recurrent_model("LSTM", "forward", "none", batch=2))
     assert ncnn_layer_types(converted).count("LSTM") == 2
