@@ -34,7 +34,7 @@ def _b_key(node: Node) -> tuple | None:
 
 
 def share_repeated_weights(graph: Graph) -> dict:
-    if not getattr(graph, "share_weights", False):
+    if not graph.share_weights:
         return {"gemm_weights_shared": 0}
     groups: dict[tuple, list[Node]] = defaultdict(list)
     for node in graph.topological():
