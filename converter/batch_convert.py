@@ -56,7 +56,8 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
     except OSError as exc:
         raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
     size, size_warnings = size_record(model.graph, bin_.stat().st_size, model.stats.get("model_weight_bytes"),
-                                      model.stats.get("batch_repeated_weight_bytes", 0))
+                                      model.stats.get("batch_repeated_weight_bytes", 0),
+                                      (model.stats.get("gemm_weights_shared", 0), model.stats.get("gemm_weight_bytes_shared", 0)))
     return {"param": str(param), "bin": str(bin_), "script": str(script), "layers": len(model.graph.nodes),
             "reshapes_inserted": model.stats.get("reshapes_inserted", 0), **model.io(), **size,
             "warnings": model.stats.get("warnings", []) + size_warnings,

@@ -90,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with several models, convert N at once, each in a worker process (default: 1)")
     conv.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: "
                       "stages of a slow conversion are shown when stderr is a terminal, never otherwise)")
-    conv.add_argument("--share-weights", action="store_true", help="a 2-D Conv over a batch of 2..16 reads "
-                      "its weight once, sample by sample (dynamic-weight Convolution), instead of one copy per "
-                      "sample in the .bin: smaller, measured 1.2-2.5x slower in real ncnn")
+    conv.add_argument("--share-weights", action="store_true", help="write a weight several layers repeat "
+                      "once: a 2-D Conv over a batch of 2..16 reads it sample by sample (dynamic-weight "
+                      "Convolution; measured 1.2-2.5x slower in real ncnn), Gemms and reused attention blocks "
+                      "holding the same weight read one MemoryData (measured 2.1-2.6x slower on chython-rxnmap)")
     conv.add_argument("--fp16", action="store_true", help="store weights as float16 where ncnn allows "
                       "(default: float32)")
     conv.add_argument("--outputs", metavar="NAME[,NAME...]", help="convert only what computes these ONNX "

@@ -50,6 +50,7 @@ from .fuse_rotary_embed import fuse_rotary_embed
 from .fuse_sdpa import fuse_sdpa
 from .fuse_swish import fuse_swish
 from .hoist_relu_over_qdq import hoist_relu_over_qdq
+from .hoist_shared_projections import hoist_shared_projections
 from .infer_shapes import infer_shapes
 from .inline_if import inline_if
 from .insert_split import check_single_readers, insert_split
@@ -67,6 +68,7 @@ from .resolve_symbolic_extents import resolve_symbolic_extents
 from .resolve_sequences import resolve_sequences
 from .rewrite_division_nan_guard import rewrite_division_nan_guard
 from .rewrite_softmax_nan_guard import rewrite_softmax_nan_guard
+from .share_repeated_weights import share_repeated_weights
 from .sink_quantize import sink_quantize
 from .split_wide_reductions import split_wide_reductions
 from .split_wide_transposes import split_wide_transposes
@@ -190,6 +192,9 @@ PIPELINE: list[Pass] = [
     # int8 tensors that MaxPool/Reshape/Concat... carry between QOperator nodes become float32 holding the
     # same whole numbers; after every pass that asks onnx's shape inference, which would insist on int8
     carry_quantized_as_float,
+    # after the fusions (fuse_recurrent_cells took the cells it could; attention takes its projections)
+    # and the shape passes (static 2-D inputs): per-step products by one weight become one product
+    hoist_shared_projections,
     # after every fusion that matches a MatMul (attention projections, scales); right before lowering
     flatten_matmul_rows,
     lower_onnx,
@@ -207,6 +212,9 @@ PIPELINE: list[Pass] = [
     # on the final blobs' shapes (static lengths pick the form), after the mask is lowered and before
     # constants become MemoryData; the Gemms it writes take no activation, like convert_innerproduct_gemm's
     expand_small_attention,
+    # --share-weights only: on the final Gemms (convert_innerproduct_gemm and expand_small_attention wrote
+    # theirs), while B is still a weight; the one B it keeps becomes a MemoryData in materialize_constants
+    share_repeated_weights,
     materialize_constants,
     eliminate_dead,
     # before fold_reshape_chains (a Flatten after the pixel it gives back folds away) and fuse_activation

@@ -343,5 +343,40 @@ def _build(graph: Graph, m: Match) -> list[Node]:
 
 def fuse_attention(graph: Graph) -> dict:
     masks, shapes = {}, symbolic_shapes(graph)
+    if graph.share_weights:
+        return _fuse_all_but_repeated(graph, shapes, masks)
     return apply(graph, rule("fuse_attention", "attention_fused", "Softmax",
                              lambda g, softmax: _match_rule(g, softmax, shapes, masks), _build))
+
+
+def _repeated(matches: list) -> set[int]:
+    """Indexes of matches whose query weights another match holds too (a block the model reuses)."""
+    seen: dict[bytes, list[int]] = {}
+    for k, (node, _, _) in enumerate(matches):
+        seen.setdefault(np.ascontiguousarray(node.weights[0]).tobytes(), []).append(k)
+    return {k for group in seen.values() if len(group) > 1 for k in group}
+
+
+def _fuse_all_but_repeated(graph: Graph, shapes, masks: dict) -> dict:
+    """convert --share-weights: MultiHeadAttention takes no weight blob, so a reused block stays
+    projections (Gemms that share_repeated_weights makes read one B) around its attention. Which
+    blocks repeat is known only once every Softmax is matched: collect first, then apply."""
+    fused, matches = 0, []
+    for softmax in graph.onnx_nodes_of("Softmax"):
+        try:
+            matches.append(match_at_any_size(graph, shapes, softmax, _match, _scores, masks))
+        except NoMatch:
+            continue
+    kept = _repeated(matches)
+    for k, (node, nodes, mask_nodes) in enumerate(matches):
+        for n in mask_nodes:        # a later match may read a mask this one made (eliminate_dead drops the rest)
+            graph.add_node(n)
+        if k in kept:
+            continue
+        for n in nodes:
+            graph.remove_node(n)
+        graph.add_node(node)
+        fused += 1
+    if fused:
+        graph.remove_unused_tensors()
+    return {"attention_fused": fused, "attention_kept_for_shared_weights": len(kept)}

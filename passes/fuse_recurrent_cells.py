@@ -14,7 +14,8 @@ T-1..0 (direction reverse), else the steps' inputs stacked by a Concat. Step k's
 something besides the next step reads it, is row k of Y; the final states are Y_h / Y_c; a Concat
 of all steps' Unsqueezed states (torch.stack) is Y itself. A zero initial state is left out.
 
-Refused (left as it is): a batch other than 1 (ncnn runs one sequence), a chain whose inner
+A batch of B > 1 is ONNX's batch axis (the lowering runs it as one sequence with reset steps where
+that is exact, lowering/recurrent_batch.py). Refused (left as it is): a chain whose inner
 tensors (gates, an intermediate cell state) something outside it reads, steps whose weights
 differ. One walk to match the cells, one to link them.
 """
@@ -76,10 +77,13 @@ def _chains(graph: Graph, cells: list[Cell]) -> list[list[Cell]]:
 
 
 def _usable(graph: Graph, chain: list[Cell]) -> bool:
-    """Batch 1, every step's h read by its own recurrent Gemm, nothing outside reading inner tensors."""
+    """Every step's input [B, I] of one known batch, every step's h read by its own recurrent Gemm,
+    nothing outside reading inner tensors."""
     first = chain[0]
     x = graph.tensors[first.x]
-    if x.shape != (1, first.weights[0].shape[1]) or x.dtype != np.float32:
+    if x.shape is None or len(x.shape) != 2 or x.shape[1] != first.weights[0].shape[1] or x.dtype != np.float32:
+        return False
+    if not isinstance(x.shape[0], int) or any(graph.tensors[c.x].shape != x.shape for c in chain):
         return False
     if not all(_same_value(graph, c.h_in, c.h_gemm_input) for c in chain):
         return False
@@ -106,7 +110,7 @@ def _axes_node(graph: Graph, op: str, x: str, axis: int, out: str, origin: str) 
 
 
 def _gathered_rows(graph: Graph, chain: list[Cell]) -> tuple[str, str] | None:
-    """(X, direction) when step k reads row k of one [T, 1, I] tensor (or row T-1-k)."""
+    """(X, direction) when step k reads row k of one [T, B, I] tensor (or row T-1-k)."""
     steps = len(chain)
     sources, rows = set(), []
     for cell in chain:
@@ -124,28 +128,28 @@ def _gathered_rows(graph: Graph, chain: list[Cell]) -> tuple[str, str] | None:
     return (x.name, "reverse") if rows == list(range(steps))[::-1] else None
 
 
-def _sequence(graph: Graph, chain: list[Cell], origin: str) -> tuple[str, str]:
+def _sequence(graph: Graph, chain: list[Cell], batch: int, origin: str) -> tuple[str, str]:
     gathered = _gathered_rows(graph, chain)
     if gathered is not None:
         return gathered
     size = chain[0].weights[0].shape[1]
     rows = []
     for cell in chain:
-        rows.append(_add(graph, f"{cell.x}_step", (1, 1, size)))
+        rows.append(_add(graph, f"{cell.x}_step", (1, batch, size)))
         _axes_node(graph, "Unsqueeze", cell.x, 0, rows[-1], origin)
-    x = _add(graph, f"{origin}_steps", (len(chain), 1, size))
+    x = _add(graph, f"{origin}_steps", (len(chain), batch, size))
     graph.add_node(Node(graph.fresh_name(f"{origin}_stack"), "Concat", rows, [x], {"axis": 0}, origin=origin))
     return x, "forward"
 
 
-def _state(graph: Graph, name: str, hidden: int, origin: str) -> str:
-    """An initial state [1, H] as ONNX's [1, 1, H]; "" for zeros (the op's default)."""
+def _state(graph: Graph, name: str, batch: int, hidden: int, origin: str) -> str:
+    """An initial state [B, H] as ONNX's [1, B, H]; "" for zeros (the op's default)."""
     if _is_zero(graph, name):
         return ""
     value = graph.value(name)
     if value is not None:
-        return graph.add_constant(f"{name}_initial", value.reshape(1, 1, hidden).astype(np.float32)).name
-    out = _add(graph, f"{name}_initial", (1, 1, hidden))
+        return graph.add_constant(f"{name}_initial", np.broadcast_to(value, (batch, hidden)).reshape(1, batch, hidden).astype(np.float32)).name
+    out = _add(graph, f"{name}_initial", (1, batch, hidden))
     _axes_node(graph, "Unsqueeze", name, 0, out, origin)
     return out
 
@@ -188,14 +192,15 @@ def _rewrite(graph: Graph, chain: list[Cell]) -> None:
     for cell in chain:
         for node in cell.nodes:
             graph.remove_node(node)
-    x, direction = _sequence(graph, chain, origin)
+    batch = graph.tensors[first.x].shape[0]
+    x, direction = _sequence(graph, chain, batch, origin)
     rows = list(range(steps)) if direction == "forward" else list(range(steps))[::-1]
     weights = [graph.add_constant(f"{origin}_{k}", v[None].astype(np.float32)).name for k, v in (
         ("W", onnx_gates(w_ih)), ("R", onnx_gates(w_hh)),
         ("B", np.concatenate([onnx_gates(b_ih), onnx_gates(b_hh)])))]
-    states = [_state(graph, h0, hidden, origin)] + ([_state(graph, c0, hidden, origin)] if kind == "LSTM" else [])
-    y = _add(graph, f"{origin}_Y", (steps, 1, 1, hidden))
-    finals = [_add(graph, f"{origin}_Y_{s}", (1, 1, hidden)) for s in ("h", "c")[:len(states)]]
+    states = [_state(graph, s, batch, hidden, origin) for s in ([h0, c0] if kind == "LSTM" else [h0])]
+    y = _add(graph, f"{origin}_Y", (steps, 1, batch, hidden))
+    finals = [_add(graph, f"{origin}_Y_{s}", (1, batch, hidden)) for s in ("h", "c")[:len(states)]]
     attrs = {"hidden_size": hidden, "direction": direction, **({"linear_before_reset": 1} if kind == "GRU" else {})}
     inputs = [x, *weights, "", *states]
     while inputs[-1] == "":
@@ -208,7 +213,7 @@ def _rewrite(graph: Graph, chain: list[Cell]) -> None:
             graph.remove_node(node)
         outside = {c.h_out: [] for c in chain}
     else:
-        stacked = _add(graph, f"{origin}_Y_rows", (steps, 1, hidden))
+        stacked = _add(graph, f"{origin}_Y_rows", (steps, batch, hidden))
     _axes_node(graph, "Squeeze", y, 1, stacked, origin)
     _final_states(graph, chain, rows, stacked, finals, outside, origin)
 

@@ -1,12 +1,13 @@
 """Export torch recurrences written as Python loops over LSTMCell / GRUCell / RNNCell (the export
 unrolls them, one cell copy per step) into models/unrolled/, for passes/fuse_recurrent_cells.py.
 
-    /work/zoo-venv/bin/python scripts/export_unrolled_cells.py
+    /work/zoo-venv/bin/python scripts/export_unrolled_cells.py [NAME ...]     (default: all)
 
 Small on purpose (a few KB each): the tests run them in real ncnn against onnxruntime.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import torch
@@ -67,17 +68,39 @@ class SquareRnn(torch.nn.Module):
         return torch.stack(outs)
 
 
-def main() -> None:
+class ReluRnn(torch.nn.Module):
+    """An RNNCell loop with nonlinearity="relu": no ncnn layer computes it (ncnn's RNN is tanh), so
+    the steps stay written out; their input products share W_ih (hoist_shared_projections)."""
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.RNNCell(WIDE, HIDDEN, nonlinearity="relu")
+
+    def forward(self, x):                       # x [T, 1, WIDE]
+        h = torch.zeros(1, HIDDEN)
+        outs = []
+        for t in range(x.shape[0]):
+            h = self.cell(x[t], h)
+            outs.append(h)
+        return torch.stack(outs)
+
+
+WIDE = 256      # W_ih 5 x 256 floats: 5 KB, over the 4 KB below which a weight is not hoisted
+
+
+def main(names: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     cases = {"lstm_bidirectional": (Bidirectional(), (torch.randn(STEPS, 1, SIZE),), ["x"]),
              "gru_given_state": (GivenState(), (torch.randn(STEPS, 1, SIZE), torch.randn(1, HIDDEN)), ["x", "h"]),
-             "rnn_square": (SquareRnn(), (torch.randn(1, STEPS * HIDDEN),), ["x"])}
+             "rnn_square": (SquareRnn(), (torch.randn(1, STEPS * HIDDEN),), ["x"]),
+             "rnn_relu": (ReluRnn(), (torch.randn(STEPS, 1, WIDE),), ["x"])}
     for name, (module, args, inputs) in cases.items():
+        if names and name not in names:
+            continue
         path = OUT / f"{name}.onnx"
         torch.onnx.export(module.eval(), args, str(path), input_names=inputs, opset_version=17, dynamo=False)
         print(f"{path}: {path.stat().st_size} bytes")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -5,8 +5,8 @@ ncnn runs one sequence (batch 1) given as a 2-D blob (T, input_size) and writes
 memory as ONNX's Y [T, dirs, 1, H] without the batch axis, so Y is one Reshape
 away. Initial states are extra bottoms and final states extra tops, one row per
 direction: ONNX's Y_h / Y_c [dirs, 1, H] without the batch axis. A batch of B > 1
-sequences becomes B layers with the same weights, each on its cropped sequence, their
-results stacked on the batch axis (exact; the weights are stored B times).
+sequences runs as one sequence with a reset step between them where that is exact, else as
+one layer per sequence (lowering/recurrent_batch.py).
 
 Weights are re-ordered per direction: ONNX stacks the LSTM gates i o f c and
 ncnn I F O G; GRU z r h and ncnn R U N. ncnn's GRU computes the candidate as
@@ -19,6 +19,7 @@ import numpy as np
 from ..ir import Graph, Node, Tensor
 from . import lowers
 from .common import constant, fail, layer, optional_constant, reshape_layer
+from .recurrent_batch import BatchRun, batch_in_time, per_sequence
 
 DIRECTIONS = {"forward": 0, "reverse": 1, "bidirectional": 2}
 DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
@@ -162,7 +163,8 @@ def recurrent(graph: Graph, node: Node) -> list[Node]:
                _reorder(r, node.op, dirs, hidden)]
     params = {0: hidden, 1: int(weights[0].size), 2: DIRECTIONS[direction]}
     if batch != 1:
-        return _per_sequence(graph, node, batch, 1 - batch_at, params, weights, dirs, hidden, size)
+        run = BatchRun(node.op, batch, 1 - batch_at, dirs, hidden, size, STATE_INPUTS[node.op])
+        return batch_in_time(graph, node, run, params, weights) or per_sequence(graph, node, run, params, weights)
     made, x_rows, _ = _sequence_input(graph, node, size, batch_at)
     state_nodes, states = _states(graph, node, dirs, hidden)
     state_outs = _state_outputs(graph, node, dirs, hidden)
@@ -176,71 +178,4 @@ def recurrent(graph: Graph, node: Node) -> list[Node]:
             raise fail(node, graph, f"output Y has shape {graph.tensors[y].shape}; expected the "
                                     f"sequence of {dirs} direction(s) x {hidden} with batch 1")
         made.append(reshape_layer(graph, node, rows, y, {}, target=(seq_len, dirs, hidden), suffix="_y"))
-    return made
-
-
-# ---- batch > 1: one ncnn layer per sequence, same weights ----------------------------
-
-def _crop_rows(graph: Graph, node: Node, name: str, axis: int, k: int, rows: tuple, made: list) -> str:
-    """Sequence k of tensor `name` along ONNX `axis`, reshaped to the ncnn rows `rows`."""
-    t = graph.tensors[name]
-    ncnn_axis = t.ncnn_axis(axis)
-    if ncnn_axis is None:
-        raise fail(node, graph, f"'{name}' has its batch of {t.shape[axis]} on ncnn's dropped axis")
-    picked_shape = tuple(1 if i == axis else d for i, d in enumerate(t.shape))
-    picked = graph.fresh_name(f"{name}_seq{k}")
-    graph.add_tensor(Tensor(picked, picked_shape, t.dtype, batch_axis=t.batch_axis))
-    made.append(layer(node, graph, "Crop", [name], [picked], {9: [k], 10: [k + 1], 11: [ncnn_axis]},
-                      suffix=f"_{picked}"))
-    flat = graph.fresh_name(f"{picked}_rows")
-    graph.add_tensor(Tensor(flat, rows, t.dtype))
-    made.append(reshape_layer(graph, node, picked, flat, {}, suffix=f"_{flat}"))
-    return flat
-
-
-def _per_sequence(graph: Graph, node: Node, batch: int, layout: int, params: dict, weights: list,
-                  dirs: int, hidden: int, size: int) -> list[Node]:
-    """ncnn runs one sequence per layer: crop each, run it, stack the results on the batch axis."""
-    x = graph.tensors[node.inputs[0]]
-    seq_len = x.shape[layout]
-    state_at = 0 if layout else 1            # states are [dirs, B, H], or [B, dirs, H] with layout=1
-    slots = STATE_INPUTS[node.op]
-    given = [node.inputs[s] if s < len(node.inputs) and node.inputs[s] else None for s in slots]
-    read = [o if o and graph.use_count(o) else "" for o in node.outputs[1:1 + len(slots)]]
-    read += [""] * (len(slots) - len(read))
-    y = node.outputs[0] if node.outputs and node.outputs[0] and graph.use_count(node.outputs[0]) else ""
-    made: list[Node] = []
-    pieces: dict[str, list[str]] = {o: [] for o in [y, *read] if o}
-    for k in range(batch):
-        x_rows = _crop_rows(graph, node, x.name, 1 - layout, k, (seq_len, size), made)
-        states = []
-        for name in given if any(given) else []:
-            value = None if name is None else graph.value(name)
-            if name is None or value is not None:
-                value = np.zeros((dirs, hidden), np.float32) if value is None else np.take(value, k, state_at)
-                states.append(graph.add_constant(f"{node.name}_state{k}", value.reshape(dirs, hidden)).name)
-            else:
-                states.append(_crop_rows(graph, node, name, state_at, k, (dirs, hidden), made))
-        rows = graph.fresh_name(f"{node.name}_seq{k}")
-        graph.add_tensor(Tensor(rows, (seq_len, dirs * hidden)))
-        finals = []
-        if any(read):
-            for j in range(len(slots)):
-                finals.append(graph.fresh_name(f"{node.name}_seq{k}_state{j}"))
-                graph.add_tensor(Tensor(finals[-1], (dirs, hidden)))
-        made.append(layer(node, graph, node.op, [x_rows, *states], [rows, *finals], params, weights,
-                          suffix=f"_{rows}"))
-        unstacked = {y: (rows, (1, seq_len, dirs, hidden) if layout else (seq_len, dirs, 1, hidden))}
-        unstacked.update({o: (f, (1, dirs, hidden) if layout else (dirs, 1, hidden)) for o, f in zip(read, finals) if o})
-        for out, (src, shape) in unstacked.items():
-            if out:
-                piece = graph.fresh_name(f"{out}_seq{k}")
-                graph.add_tensor(Tensor(piece, shape))
-                made.append(reshape_layer(graph, node, src, piece, {}, suffix=f"_{piece}"))
-                pieces[out].append(piece)
-    for out, parts in pieces.items():
-        axis = 0 if layout else (2 if out == y else 1)
-        if graph.tensors[out].batch_axis is not None:
-            raise fail(node, graph, f"output '{out}' of batch {batch} has a batch axis in ncnn")
-        made.append(layer(node, graph, "Concat", parts, [out], {0: axis}, suffix=f"_{out}_stack"))
     return made

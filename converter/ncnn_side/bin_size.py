@@ -23,6 +23,11 @@ from converter.ncnn_side.writer import bin_chunks
 RATIO_WARNED = 1.1
 EXTRA_WARNED = 16 * 1024      # and more than this many bytes over: a few KB of shape constants are no size problem
 SMALLEST_DUPLICATE = 4096          # bytes: a repeated tiny constant (a 0, an eps) is no cause worth naming
+# layers whose repeated weight convert --share-weights writes once (passes/share_repeated_weights.py,
+# fuse_attention leaving a reused block as Gemms), and the trade it makes, as measured on chython-rxnmap
+SHAREABLE = {"Gemm", "MultiHeadAttention"}
+SHARE_TRADE = "measured 2.1-2.6x slower on chython-rxnmap (ncnn packs a blob B at every run)"
+SHARE_OFFER = f"--share-weights writes a Gemm/attention weight once, {SHARE_TRADE}"
 
 
 def model_weight_bytes(proto: onnx.ModelProto) -> int:
@@ -79,21 +84,25 @@ def largest_cause(graph: Graph, duplicates: list[dict], batch_repeated: int = 0)
     if duplicates:
         top = duplicates[0]
         names = ", ".join(top["layers"][:3]) + (", ..." if len(top["layers"]) > 3 else "")
+        ops = {n.op for n in graph.nodes.values() if (n.origin or n.name) in set(top["layers"]) and n.weights}
+        offer = f"; {SHARE_OFFER}" if ops & SHAREABLE and not graph.share_weights else ""
         return (f"a {_mb(top['size'])} weight written {top['copies']} times ({_mb(top['bytes'])} repeated; "
-                f"layers from {names})")
+                f"layers from {names}){offer}")
     node = max(graph.nodes.values(), key=lambda n: sum(np.asarray(w).nbytes for w in n.weights))
     held = sum(np.asarray(w).nbytes for w in node.weights)
     return f"the largest layer, {node.op} '{node.origin or node.name}', holds {_mb(held)}"
 
 
 def size_record(graph: Graph, bin_bytes: int, weight_bytes: int | None,
-                batch_repeated: int = 0) -> tuple[dict, list[str]]:
+                batch_repeated: int = 0, shared: tuple[int, int] = (0, 0)) -> tuple[dict, list[str]]:
     """The --json fields and the warnings (one, above RATIO_WARNED) for a written .bin; `batch_repeated`:
-    the bytes merge_batch_into_channels added repeating constants per sample."""
+    the bytes merge_batch_into_channels added repeating constants per sample; `shared`: the Gemms
+    --share-weights made read one weight blob, and the bytes that kept out of the .bin."""
     duplicates = duplicated_weights(graph)
     record = {"bin_bytes": bin_bytes, "model_weight_bytes": weight_bytes,
               "duplicated_weight_bytes": sum(d["bytes"] for d in duplicates),
-              "batch_repeated_weight_bytes": batch_repeated}
+              "batch_repeated_weight_bytes": batch_repeated,
+              "shared_weight_layers": shared[0], "shared_weight_bytes_saved": shared[1]}
     if duplicates:
         record["duplicated_weights"] = [{k: d[k] for k in ("bytes", "copies", "layers")} for d in duplicates[:5]]
     warnings = []
@@ -107,8 +116,12 @@ def size_line(record: dict) -> str:
     weights = record.get("model_weight_bytes")
     if not weights:
         return f"  .bin {_mb(record['bin_bytes'])} (the model holds no weights)"
-    return (f"  .bin {_mb(record['bin_bytes'])} for {_mb(weights)} of ONNX weights (float32): "
+    line = (f"  .bin {_mb(record['bin_bytes'])} for {_mb(weights)} of ONNX weights (float32): "
             f"{record['bin_bytes'] / weights:.2f}x")
+    if record.get("shared_weight_layers"):
+        line += (f"; --share-weights: {record['shared_weight_layers']} Gemms read shared weights "
+                 f"({_mb(record['shared_weight_bytes_saved'])} not repeated), {SHARE_TRADE}")
+    return line
 
 
 def written_bin_bytes(graph: Graph, fp16: bool = False) -> int:

@@ -114,10 +114,12 @@ def test_zero_peepholes_and_full_sequence_lens_are_accepted(tmp_path):
 @pytest.mark.parametrize("states", ["none", "input", "constant"])
 @pytest.mark.parametrize("op,direction", [("LSTM", "bidirectional"), ("GRU", "forward"), ("RNN", "reverse")])
 def test_batch_of_sequences_runs_one_layer_each(tmp_path, op, direction, states):
-    """ncnn's layers take one sequence: a batch of 3 is cropped, run by 3 layers, and stacked."""
+    """ncnn's layers take one sequence: a batch of 3 is cropped, run by 3 layers, and stacked, where
+    one layer with reset steps would not be exact (an RNN, given states, a read Y_c: LSTM's here);
+    a GRU from zero states reading Y and Y_h is that one layer (tests/lowering/test_recurrent_batch.py)."""
     model = recurrent_model(op, direction, states, batch=3)
     converted = check_in_ncnn(model, tmp_path)
-    assert ncnn_layer_types(converted).count(op) == 3
+    assert ncnn_layer_types(converted).count(op) == (1 if (op, states) == ("GRU", "none") else 3)
     check_interpreter_matches_ncnn(converted, model, tmp_path)
 
 

@@ -48,8 +48,32 @@ def test_a_gate_read_outside_leaves_its_step_as_a_cell(tmp_path):
     assert ncnn_layer_types(converted).count("LSTM") == 2
 
 
-def test_batch_above_one_is_left_as_cells():
-    """ncnn's recurrent layers run one sequence; the cells run any batch as they are."""
-    model = onnx.load(UNROLLED / "gru_given_state.onnx")
-    converted = convert(model, input_shapes={"x": [STEPS, 2, 7], "h": [2, 5]})
-    assert converted.stats["recurrent_cells_fused"] == 0
+def _batch_of(model: onnx.ModelProto, batch: int, keep_outputs: int) -> onnx.ModelProto:
+    """The export at another batch (its inputs' axis 1, or 0 for a [1, H] state), its first outputs only."""
+    for vi in model.graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        dims[1 if len(dims) == 3 else 0].dim_value = batch
+    del model.graph.output[keep_outputs:]
+    for vi in model.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def test_a_batch_of_sequences_becomes_one_op_and_its_weights_are_written_once(tmp_path):
+    """Batch 2: the loops still become LSTMs (ONNX's batch axis); with the final cell state unread
+    the lowering runs each over both sequences with a reset step, weights once."""
+    model = _batch_of(onnx.load(UNROLLED / "lstm_bidirectional.onnx"), 2, keep_outputs=2)
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["recurrent_cells_fused"] == 2 * STEPS
+    assert ncnn_layer_types(converted).count("LSTM") == 2
+    stored = sum(w.size for n in converted.graph.nodes.values() for w in n.weights)
+    assert stored <= _weight_floats(model) + 64      # each weight once (flag columns, biases summed)
+    check_interpreter_matches_ncnn(converted, model, tmp_path)
+
+
+def test_a_batch_with_a_given_state_keeps_a_layer_per_sequence(tmp_path):
+    """An initial state fed by the caller cannot be reset to between sequences: one GRU per sequence."""
+    model = _batch_of(onnx.load(UNROLLED / "gru_given_state.onnx"), 2, keep_outputs=2)
+    converted = check_in_ncnn(model, tmp_path)
+    assert converted.stats["recurrent_cells_fused"] == STEPS
+    assert ncnn_layer_types(converted).count("GRU") == 2

@@ -33,7 +33,8 @@ CORPUS = {**{p.name: p for p in sorted(MODELS.glob("*.onnx"))},
 # fit_target_release fires only for an older --target-ncnn, which a loaded graph does not carry:
 # tests/passes/test_fit_target_release.py shows each of its rewrites firing
 # drop_activation_qdq fires only with --int8 fast (tests/passes/test_drop_activation_qdq.py shows it firing)
-NEVER_FIRES = {"refuse_empty_blobs", "fit_target_release", "drop_activation_qdq"}
+# share_repeated_weights fires only with --share-weights (tests/passes/test_share_repeated_weights.py)
+NEVER_FIRES = {"refuse_empty_blobs", "fit_target_release", "drop_activation_qdq", "share_repeated_weights"}
 
 
 def _changes(stats: dict) -> int:

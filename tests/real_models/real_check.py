@@ -54,13 +54,13 @@ def feeds_for(model: onnx.ModelProto, shapes: dict[str, list[int]], seed: int,
 def check_real_model(name: str, sizes: list[dict[str, list[int]]], tmp_path: Path,
                      input_shapes: dict[str, list[int]] | None = None,
                      backends: tuple[str, ...] = ("ncnn", "interpreter"),
-                     value_range: tuple[float, float] | None = None, make_feeds=None):
+                     value_range: tuple[float, float] | None = None, make_feeds=None, **convert_args):
     """One conversion (with `input_shapes` fixed, else dynamic), checked at every size in `sizes`;
     inputs are random (in `value_range`) unless `make_feeds(shapes, seed)` makes them."""
     path = fetch(name)
     model = redeclared(onnx.load(str(path)), input_shapes or {})
-    converted = convert(path, input_shapes=input_shapes)
-    assert_bin_within_weights(name, converted)
+    converted = convert(path, input_shapes=input_shapes, **convert_args)
+    assert_bin_within_weights(name, converted, listed=not convert_args.get("share_weights"))
     param, bin_ = tmp_path / f"{name}.param", tmp_path / f"{name}.bin"
     converted.save(param, bin_)
     io = converted.io()

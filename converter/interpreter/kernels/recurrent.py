@@ -16,7 +16,8 @@ F32 = np.float32
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return F32(1) / (F32(1) + np.exp(-x))
+    with np.errstate(over="ignore"):        # exp(-x) = inf for x below -88: 1 / inf = 0, as in ncnn
+        return F32(1) / (F32(1) + np.exp(-x))
 
 
 def _directions(p) -> int:
