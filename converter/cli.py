@@ -32,7 +32,7 @@ from converter.run_command import (
 )
 from converter.verification.check import verify
 from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
-from converter.verification.report import check_report_path, text_table, write_report
+from converter.verification.report import check_report_path, drift_note, text_table, write_report
 
 from .api import convert, load_ncnn
 from .batch_convert import Options, run_batch, write_conversion
@@ -165,6 +165,13 @@ def broadcast_summary(stats: dict) -> str:
     """What the broadcast pass changed: constants it laid out anew (MemoryData dims, no layer)
     and Reshape layers it inserted before computed operands."""
     relaid, inserted = stats.get("constants_relaid", 0), stats.get("reshapes_inserted", 0)
+    if "broadcasts_left" in stats:      # verify --no-broadcast-fix
+        left = stats["broadcasts_left"]
+        if not left:
+            return "broadcasts: not fixed (--no-broadcast-fix), and none needed fixing"
+        named = ", ".join(left[:3]) + (", ..." if len(left) > 3 else "")
+        return (f"broadcasts: not fixed (--no-broadcast-fix): {len(left)} elementwise layer(s) left to ncnn's "
+                f"rule, which differs from numpy's there ({named}); a failure at them is expected")
     if not relaid and not inserted:
         return "broadcasts: nothing to fix (ncnn's rule already gives numpy's result)"
     return (f"broadcasts fixed: {relaid} constant(s) laid out anew, "
@@ -275,6 +282,8 @@ def cmd_verify(args) -> int:
             print(f"  {'ok  ' if d.passed else 'FAIL'} {d.backend:6} {d.name}: {figures}")
         for o in report.end_to_end:      # quantized: the outputs from the inputs alone, steps added up
             print(f"  end to end {o.backend:6} {o.name}: {o.error or f'max abs error {o.max_abs:.3g}'}")
+        if drift_note(report):
+            print(f"  {drift_note(report)}")
         for line in text_table(report.layers):
             print(line)
         for d in report.divergences:

@@ -82,6 +82,7 @@ class VerifyReport:
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
     constants_relaid: int = 0
+    broadcasts_left: list[str] | None = None    # --no-broadcast-fix: the elementwise layers it left
     layers: list[LayerRow] = field(default_factory=list)
     rtol: float | None = None
     atol: float | None = None
@@ -101,7 +102,8 @@ class VerifyReport:
 
     @property
     def broadcast_stats(self) -> dict:
-        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid}
+        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid,
+                **({} if self.broadcasts_left is None else {"broadcasts_left": self.broadcasts_left})}
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
@@ -304,6 +306,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
                           constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
+                          broadcasts_left=converted.stats.get("broadcasts_left"),
                           sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})],
                           int8_layers=converted.stats.get("int8_layers"),
                           int8_fallbacks=converted.stats.get("int8_fallbacks", {}), int8_mode=int8 if steps else None,
