@@ -35,7 +35,7 @@ from converter.verification.image_input import ImageSpec, is_image_path, parse_i
 from converter.verification.report import check_report_path, drift_note, text_table, write_report
 
 from .api import convert, load_ncnn
-from .batch_convert import Options, run_batch, write_conversion
+from .batch_convert import Options, approximate_line, run_batch, write_conversion
 from .calibration import calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
@@ -136,6 +136,8 @@ def _convert_one(args, source: str, int8: str) -> int:
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
+    elif result["approximate_nodes"]:      # dynamically quantized, no Q/DQ pairs: all of it in float
+        print(f"  {approximate_line(result['approximate_nodes'])}")
     if model.tail is not None:
         print(f"  host tail: {result['tail']['file']} runs in onnxruntime after ncnn (refused: "
               f"{', '.join(model.tail.refused)}), on ncnn's outputs {', '.join(e['onnx'] for e in result['outputs'])}")
