@@ -43,11 +43,12 @@ class Options:
     host_tail: bool = False
 
 
-def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
-    """Save .param/.bin/.json and the harness script, all or none; returns what --json prints."""
+def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool, paths: tuple | None = None) -> dict:
+    """Save .param/.bin/.json and the harness script, all or none; returns what --json prints.
+    `paths`: the (.param, .bin) the user named (convert --param/--bin), else named after the model."""
     if fp16:
         model.stats.setdefault("warnings", []).extend(weight_warnings(model.graph))
-    param, bin_ = output_paths(model_path, output_dir)
+    param, bin_ = paths or output_paths(model_path, output_dir)
     script = script_path(param)
     text = harness_script(model, param, bin_, model_path, model.stats["example_shapes"],
                           model.stats["fixed_inputs"], script_block(model.tail, tail_path(param).name))

@@ -277,7 +277,7 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         return text.replace("\\", "/").replace('"', "'")
     text = TEMPLATE.format(
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
-        param_path=Path(param_path).name, bin_path=Path(bin_path).name,
+        param_path=Path(param_path).name, bin_path=os.path.relpath(Path(bin_path).resolve(), folder),
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
         onnx_abs=str(Path(onnx_path).resolve()),
         import_line=plain(import_line(script)), first_input=plain(inputs[0]["onnx"] if inputs else "input"),

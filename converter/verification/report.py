@@ -238,21 +238,3 @@ def write_report(report, path: str | Path, title: str) -> None:
     except OSError as exc:
         raise ConversionError(f"cannot write report {path}: {exc.strerror or exc}") from None
 
-
-def drift_note(report) -> str | None:
-    """For a quantized model whose end-to-end outputs differ: the sentence tying them to the 'ok' lines
-    and the table, whose layers are each fed onnxruntime's values of their inputs (forced_layers.py)."""
-    drifted = [o for o in report.end_to_end if o.error or (o.max_abs or 0) > 0]
-    if not drifted:
-        return None
-    worst = max((o.max_abs for o in drifted if o.max_abs is not None), default=None)
-    total = "an error" if worst is None else f"max abs error {worst:.3g}"
-    fed = ("the 'ok' lines and the table feed each layer onnxruntime's values of its inputs, so a row shows only "
-           "that layer's own rounding")
-    first = next((d for d in report.divergences if d.blob is not None), None)
-    if not report.passed and first is not None:
-        return (f"why FAILED while outputs say ok: {fed}, and layer '{first.layer}' (>>) is beyond one quantizer "
-                f"step even so; end to end (from the inputs alone) its error and the later layers' add up to {total}")
-    return (f"why end to end differs while every layer is ok: {fed} (within one quantizer step); end to end each "
-            f"layer is fed the previous layers' int8 results, and their one-step differences add up to {total} "
-            f"(expected of int8: judge it on real data)")

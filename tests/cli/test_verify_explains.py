@@ -12,7 +12,8 @@ from converter.cli import main
 from converter.ir import ConversionError
 from converter.verification.check import LayerRow, VerifyReport, verify
 from converter.verification.report import (
-    MARKS_LEGEND, chart_series, chart_title, drift_note, legend_label, segments, svg_chart, write_report)
+    MARKS_LEGEND, chart_series, chart_title, legend_label, segments, svg_chart, write_report)
+from converter.verification.verify_text import drift_note
 from onnx_cases import MODELS
 from quantized_cases import qdq_chain_model, qdq_conv_chain
 
