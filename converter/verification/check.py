@@ -316,7 +316,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report.warnings += release_warnings(converted, ncnn_python, ncnn_python_version if ncnn_python else None)
     if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verification/int8_fast.py)
         float_proto = float_model and prepare_model(float_model, input_shapes, [], input_values)
-        check_fast(converted, ncnn_feeds, proto, feeds, reference, report, backends, rtol, float_proto, globals())
+        def blobs_of(backend: str, wanted: list[str]) -> tuple[dict, Exception | None]:
+            return _interp_blobs(converted, ncnn_feeds, "fp32") if backend == "interp" else \
+                _ncnn_blobs(converted, ncnn_feeds, wanted, "fp32")
+        check_fast(converted, proto, feeds, reference, report, backends, rtol, float_proto, layer_row, blobs_of)
         return report
     checked, checked_feeds = converted, ncnn_feeds
     if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/verification/forced_layers.py)

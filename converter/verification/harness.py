@@ -194,16 +194,35 @@ def run_in_python(python, feeds):
             return {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(OUTPUTS)}}
 
 
+def loaded(threads=2):
+    """Model(threads), or one line and exit 1 for an ncnn older than the files need or files it cannot load."""
+    try:
+        return Model(threads)
+    except RuntimeError as exc:
+        sys.exit(str(exc))
+
+
+def run_here(feeds):
+    """The outputs in this Python's ncnn, or one line and exit 1 (also for a feed the files cannot take)."""
+    try:
+        return loaded().run(feeds)
+    except (RuntimeError, ValueError) as exc:
+        sys.exit(str(exc))
+
+
+def check_options(argv):
+    """argv without --check and --onnx PATH; whether --check was given; the .onnx it compares with."""
+    argv, onnx_path = _option(argv, "--onnx")
+    return [a for a in argv if a != "--check"], "--check" in argv, ONNX if onnx_path is None else Path(onnx_path)
+
+
 def _child(argv):
     """--feeds IN.npz --save OUT.npz: what run_in_python asks of this script in another Python."""
     argv, feeds_path = _option(argv, "--feeds")
     argv, save_path = _option(argv, "--save")
     with np.load(feeds_path) as saved:
         feeds = {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(INPUTS)}}
-    try:
-        outputs = Model().run(feeds)
-    except (RuntimeError, ValueError) as exc:
-        sys.exit(str(exc))
+    outputs = run_here(feeds)
     np.savez(save_path, *[outputs[e["onnx"]] for e in OUTPUTS])
 
 
@@ -214,12 +233,7 @@ def main(argv):
         print(__doc__)
         return
     argv, ncnn_python = _option(argv, "--ncnn-python")
-    check_wanted = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    onnx_path = ONNX
-    if "--onnx" in argv:
-        at = argv.index("--onnx")
-        onnx_path, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    argv, check_wanted, onnx_path = check_options(argv)
     feeds = random_inputs()
     for item in argv:
         name, _, path = item.partition("=")
@@ -232,10 +246,7 @@ def main(argv):
     if ncnn_python is not None:
         outputs = run_in_python(ncnn_python, feeds)
     else:
-        try:
-            outputs = Model().run(feeds)
-        except (RuntimeError, ValueError) as exc:     # an ncnn older than the files need, a file it cannot
-            sys.exit(str(exc))                          # load, a feed of a shape the files cannot take
+        outputs = run_here(feeds)
     for name, value in outputs.items():
         print(f"{{name}}: shape {{list(value.shape)}}, mean {{float(value.mean()):.6g}}")
     if check_wanted:
