@@ -109,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("model", help="the .onnx file")
     ver.add_argument("--input", action="append", metavar="NAME=FILE",
                      help="an input: FILE.npy, or an image (PNG, PPM; JPEG with Pillow) with options "
-                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr, pixels * scale "
-                     "(default 1/255) then (x - mean) / std (repeatable; default: seeded random inputs)")
+                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr,fit=stretch|letterbox,pad=P, "
+                     "pixels * scale (default 1/255) then (x - mean) / std; letterbox keeps the aspect ratio, "
+                     "padding with P (default 114; fit's default: stretch) (repeatable; default: seeded random inputs)")
     ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
