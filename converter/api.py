@@ -32,7 +32,7 @@ from converter.shapes.example_sizes import example_shapes
 from converter.shapes.index_limits import index_limits, random_high
 from converter.shapes.int_inputs import ncnn_dtype, output_dtype
 from passes import PIPELINE, run_pipeline
-from passes.fix_broadcast import fix_broadcast
+from passes.fix_broadcast import fix_broadcast, left_unfixed
 
 from .interpreter import Plan
 from .ir import ConversionError, Graph
@@ -243,6 +243,8 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     graph.ncnn_target = target_ncnn
     stats = run_pipeline(graph, skip=skip, progress=progress)
     stats.update(fit_release(graph, target_ncnn, examples))
+    if not broadcast_fix:       # what ncnn's own rule is left to broadcast (verify --no-broadcast-fix)
+        stats["broadcasts_left"] = left_unfixed(graph)
     stats["warnings"] = list(graph.warnings)
     stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples

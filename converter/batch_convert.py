@@ -43,11 +43,12 @@ class Options:
     host_tail: bool = False
 
 
-def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> dict:
-    """Save .param/.bin/.json and the harness script, all or none; returns what --json prints."""
+def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool, paths: tuple | None = None) -> dict:
+    """Save .param/.bin/.json and the harness script, all or none; returns what --json prints.
+    `paths`: the (.param, .bin) the user named (convert --param/--bin), else named after the model."""
     if fp16:
         model.stats.setdefault("warnings", []).extend(weight_warnings(model.graph))
-    param, bin_ = output_paths(model_path, output_dir)
+    param, bin_ = paths or output_paths(model_path, output_dir)
     script = script_path(param)
     text = harness_script(model, param, bin_, model_path, model.stats["example_shapes"],
                           model.stats["fixed_inputs"], script_block(model.tail, tail_path(param).name))
@@ -68,8 +69,15 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool) -> di
 
 
 def record_fields(model: NcnnModel, param) -> dict:
-    """--json's path of the io record, and int8_layers always (0 for a float model)."""
-    return {"json": str(sidecar_path(param)), "int8_layers": model.stats.get("int8_layers", 0)}
+    """--json's path of the io record, int8_layers always (0 for a float model), and approximate_nodes:
+    dynamically quantized nodes emulated in float, near onnxruntime's numbers but not equal (0: none)."""
+    return {"json": str(sidecar_path(param)), "int8_layers": model.stats.get("int8_layers", 0),
+            "approximate_nodes": model.stats.get("approximate_nodes", 0)}
+
+
+def approximate_line(nodes: int) -> str:
+    return (f"approximate: {nodes} dynamically quantized node(s) emulated in float32, near onnxruntime's "
+            f"numbers, not equal (onnx2ncnn verify measures how near)")
 
 
 def expand_models(paths: list[str]) -> list[str]:
@@ -187,11 +195,29 @@ def exit_code(rows: list[dict]) -> int:
     return EXIT_OK if all(r["status"] == "ok" for r in rows) else EXIT_REFUSED
 
 
+NOTE_WIDTH = 200      # a refusal's message beyond this is cut in the table (whole in --json)
+
+
+def _note(row: dict) -> str:
+    """The table's last column: the refusal (cut at NOTE_WIDTH), or why an ok model is approximate."""
+    text = row.get("error", "")
+    if not text and row.get("approximate_nodes"):
+        text = f"{row['approximate_nodes']} dynamically quantized node(s) in float32: near onnxruntime, not equal"
+    if len(text) > NOTE_WIDTH:
+        cut = text[:NOTE_WIDTH].rsplit(" ", 1)[0]
+        text = f"{cut} ... [{len(text) - len(cut)} more characters: --json, or convert it alone]"
+    return text
+
+
+def _status(row: dict) -> str:
+    return "approximate" if row["status"] == "ok" and row.get("approximate_nodes") else row["status"]
+
+
 def summary_table(rows: list[dict]) -> list[str]:
-    """model, status, layers, seconds, error's first line; then a count."""
-    header = ("model", "status", "layers", "seconds", "error")
-    cells = [(r["model"], r["status"], str(r.get("layers", "-")),
-              "-" if r.get("seconds") is None else f"{r['seconds']:.2f}", r.get("error", ""))
+    """model, status (ok, approximate, refused, error), layers, seconds, note; then a count."""
+    header = ("model", "status", "layers", "seconds", "note")
+    cells = [(r["model"], _status(r), str(r.get("layers", "-")),
+              "-" if r.get("seconds") is None else f"{r['seconds']:.2f}", _note(r))
              for r in rows]
     widths = [max(len(c[i]) for c in [header, *cells]) for i in range(4)]
     lines = []
@@ -199,8 +225,10 @@ def summary_table(rows: list[dict]) -> list[str]:
         line = f"{c[0]:<{widths[0]}}  {c[1]:<{widths[1]}}  {c[2]:>{widths[2]}}  {c[3]:>{widths[3]}}  {c[4]}"
         lines.append(line.rstrip())
     done = sum(r["status"] == "ok" for r in rows)
+    approximate = sum(_status(r) == "approximate" for r in rows)
     lines.append(f"converted {done} of {len(rows)} models" + ("" if done == len(rows) else
-                                                            f"; {len(rows) - done} refused or failed"))
+                                                            f"; {len(rows) - done} refused or failed")
+                 + (f"; {approximate} of them approximate (dynamically quantized)" if approximate else ""))
     return lines
 
 

@@ -20,7 +20,7 @@ from converter.ncnn_side.bin_size import size_line
 from converter.ncnn_side.layout import LayoutError, to_ncnn
 from converter.ncnn_side.reader import NcnnFormatError
 from converter.onnx_side.loader import read_model
-from converter.onnx_side.pnnx_args import pnnx_input_shapes, split_pnnx_args
+from converter.onnx_side.pnnx_args import pnnx_input_shapes, split_output_words, split_pnnx_args
 from converter.rewrite.driver import explained
 from converter.run_command import (
     check_input_names,
@@ -33,10 +33,11 @@ from converter.run_command import (
 )
 from converter.verification.check import verify
 from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
-from converter.verification.report import check_report_path, text_table, write_report
+from converter.verification.report import check_report_path, write_report
+from converter.verification.verify_text import broadcast_summary, verify_lines
 
 from .api import convert, load_ncnn
-from .batch_convert import Options, run_batch, write_conversion
+from .batch_convert import Options, approximate_line, run_batch, write_conversion
 from .calibration import calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
@@ -91,7 +92,27 @@ def onnx_dtype(value_info) -> np.dtype:
     return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(value_info.type.tensor_type.elem_type))
 
 
+def named_paths(args) -> tuple[Path, Path] | None:
+    """The (.param, .bin) the user named: --param/--bin, pnnx's ncnnparam=/ncnnbin=, or old onnx2ncnn's
+    `MODEL.onnx OUT.param OUT.bin`; None: named after the model."""
+    models = args.model
+    if len(models) == 3 and models[1].endswith(".param") and models[2].endswith(".bin") and not (args.param or args.bin):
+        args.model, args.param, args.bin = models[:1], models[1], models[2]
+    if not (args.param or args.bin):
+        return None
+    if len(args.model) > 1 or Path(args.model[0]).is_dir():
+        raise UsageError("convert: --param/--bin name one model's files; for several models use -o FOLDER")
+    if args.output_dir:
+        raise UsageError("convert: give either -o FOLDER or the file names (--param/--bin), not both")
+    param = Path(args.param) if args.param else Path(args.bin).with_suffix(".param")
+    bin_ = Path(args.bin) if args.bin else param.with_suffix(".bin")
+    if param.resolve() == bin_.resolve():
+        raise UsageError(f"convert: the .param and the .bin would both be {param}")
+    return param, bin_
+
+
 def cmd_convert(args) -> int:
+    args.paths = named_paths(args)
     if args.calibrate:
         if len(args.model) > 1 or Path(args.model[0]).is_dir():
             raise UsageError("convert: --calibrate takes one model")
@@ -118,7 +139,7 @@ def _convert_one(args, source: str, int8: str) -> int:
                         outputs=_output_names(args.outputs), host_tail=args.host_tail)
         if progress is not None:
             progress("writing")
-        result = write_conversion(model, args.model, args.output_dir, args.fp16)
+        result = write_conversion(model, args.model, args.output_dir, args.fp16, args.paths)
         for warning in result["warnings"]:
             print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
     finally:    # a refused model must not get a progress line after its one error line
@@ -137,6 +158,8 @@ def _convert_one(args, source: str, int8: str) -> int:
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")
         for node, why in model.stats["int8_fallbacks"].items():
             print(f"  float: {node}: {why}")
+    elif result["approximate_nodes"]:      # dynamically quantized, no Q/DQ pairs: all of it in float
+        print(f"  {approximate_line(result['approximate_nodes'])}")
     if model.tail is not None:
         print(f"  host tail: {result['tail']['file']} runs in onnxruntime after ncnn (refused: "
               f"{', '.join(model.tail.refused)}), on ncnn's outputs {', '.join(e['onnx'] for e in result['outputs'])}")
@@ -160,16 +183,6 @@ def _output_names(text: str | None) -> list[str] | None:
 def _shows_progress(args) -> bool:
     """Stage lines only for a person watching: never with --quiet or when stderr is a file or pipe."""
     return not args.quiet and sys.stderr.isatty()
-
-
-def broadcast_summary(stats: dict) -> str:
-    """What the broadcast pass changed: constants it laid out anew (MemoryData dims, no layer)
-    and Reshape layers it inserted before computed operands."""
-    relaid, inserted = stats.get("constants_relaid", 0), stats.get("reshapes_inserted", 0)
-    if not relaid and not inserted:
-        return "broadcasts: nothing to fix (ncnn's rule already gives numpy's result)"
-    return (f"broadcasts fixed: {relaid} constant(s) laid out anew, "
-            f"{inserted} Reshape layer(s) inserted")
 
 
 def _npy_inputs(items: list[str] | None) -> dict:
@@ -253,36 +266,8 @@ def cmd_verify(args) -> int:
     if args.json:
         print(json.dumps(report.to_json()))
     else:
-        shapes = ", ".join(f"{k} {v}" for k, v in report.inputs.items())
-        print(f"inputs: {shapes}; {broadcast_summary(report.broadcast_stats)}")
-        for note in report.sizes:
-            print(f"  dynamic dims chosen: {note}; check the sizes you deploy with --input-shape or --input")
-        if report.int8_fallbacks or report.int8_mode:
-            print(f"  {report.int8_layers or 0} layers run int8 ({report.int8_mode} mode); "
-                  f"{len(report.int8_fallbacks)} quantized nodes in float"
-                  + (f"; {len(report.int8_dropped)} activation Q/DQ pairs dropped" if report.int8_dropped else ""))
-            for node, why in report.int8_fallbacks.items():
-                print(f"  float: {node}: {why}")
-        for o in report.outputs:
-            status = "ok  " if o.passed else "FAIL"
-            of_max = "" if o.rel_to_max is None else f" ({o.rel_to_max:.3g} of max|ref|)"
-            figures = o.error or f"max abs error {o.max_abs:.3g}{of_max}"
-            print(f"  {status} {o.backend:6} {o.name}: {figures}")
-        for d in report.int8_distance:   # fast int8: distances from onnxruntime's int8 and float runs
-            top1 = "" if d.top1_float is None else (f"; top-1 {'agrees' if d.top1_float else 'differs'} with float, "
-                                                    f"{'agrees' if d.top1_int8 else 'differs'} with onnxruntime int8")
-            figures = d.error or (f"from float {d.from_float:.3g} (onnxruntime int8: {d.ort_int8_from_float:.3g}), "
-                                  f"from onnxruntime int8 {d.from_int8:.3g} (relative RMS){top1}")
-            print(f"  {'ok  ' if d.passed else 'FAIL'} {d.backend:6} {d.name}: {figures}")
-        for o in report.end_to_end:      # quantized: the outputs from the inputs alone, steps added up
-            print(f"  end to end {o.backend:6} {o.name}: {o.error or f'max abs error {o.max_abs:.3g}'}")
-        for line in text_table(report.layers):
+        for line in verify_lines(report):
             print(line)
-        for d in report.divergences:
-            print(f"  {d.describe()}")
-        for warning in report.warnings:
-            print(f"warning: {warning}")
-        print("PASSED" if report.passed else "FAILED")
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
 
@@ -334,11 +319,20 @@ def main(argv: list[str] | None = None) -> int:
         print(build_parser().format_help(), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
+        if argv[0].endswith(".onnx"):       # old onnx2ncnn's `onnx2ncnn MODEL.onnx OUT.param OUT.bin`
+            argv = ["convert", *argv]
         argv, pnnx_shapes = split_pnnx_args(argv)
+        argv, pnnx_files = split_output_words(argv)
         args = build_parser().parse_args(argv)
         if pnnx_shapes and args.command == "run":
             raise UsageError("run: inputshape is for convert and verify (run takes the arrays' own shapes)")
+        if pnnx_files and args.command != "convert":
+            raise UsageError(f"{args.command}: ncnnparam=/ncnnbin= name convert's files")
         args.pnnx_shapes = pnnx_shapes
+        for key, path in pnnx_files.items():
+            if getattr(args, key):
+                raise UsageError(f"convert: --{key} and ncnn{key}= both given")
+            setattr(args, key, path)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy/onnx warnings print source lines: the user gets one line or a result, never those
             warnings.simplefilter("ignore")

@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("model", nargs="+", help="the .onnx file(s); a folder means its .onnx files, "
                       "sorted. Several models: a summary table (or a JSON list), exit 2 if any is refused")
     conv.add_argument("-o", "--output-dir", help="output folder (default: beside each model)")
+    conv.add_argument("--param", metavar="OUT.param", help="one model: the .param file to write; the .json "
+                      "record and <stem>_ncnn.py go beside it (default: MODEL's stem + .ncnn.param; pnnx's "
+                      "ncnnparam=OUT.param and old onnx2ncnn's `onnx2ncnn MODEL.onnx OUT.param OUT.bin` work too)")
+    conv.add_argument("--bin", metavar="OUT.bin", help="one model: the .bin file to write (default: the "
+                      "--param path with .bin, or MODEL's stem + .ncnn.bin)")
     conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP + PER_MODEL)
     conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP + PER_MODEL)
     conv.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
@@ -112,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("model", help="the .onnx file")
     ver.add_argument("--input", action="append", metavar="NAME=FILE",
                      help="an input: FILE.npy, or an image (PNG, PPM; JPEG with Pillow) with options "
-                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr, pixels * scale "
-                     "(default 1/255) then (x - mean) / std (repeatable; default: seeded random inputs)")
+                     "IMAGE:size=WxH,mean=R,G,B,std=R,G,B,scale=S,order=rgb|bgr,fit=stretch|letterbox,pad=P, "
+                     "pixels * scale (default 1/255) then (x - mean) / std; letterbox keeps the aspect ratio, "
+                     "padding with P (default 114; fit's default: stretch) (repeatable; default: seeded random inputs)")
     ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)

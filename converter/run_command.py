@@ -13,6 +13,7 @@ import numpy as np
 from converter.ncnn_side.layout import held_as, to_ncnn, to_onnx
 from converter.ncnn_side.runtime import NcnnCrash, NcnnError, NcnnRunner, NcnnUnavailable, run_ncnn
 
+from .api import NcnnModel
 from .ir import ConversionError
 
 
@@ -30,7 +31,7 @@ def check_output_path(path: str | None) -> Path | None:
     return out
 
 
-def check_input_names(model: "NcnnModel", feeds: dict) -> None:
+def check_input_names(model: NcnnModel, feeds: dict) -> None:
     """Unknown input names listed with the model's inputs, before an image is decoded for one."""
     entries = model.io()["inputs"]
     names = {n for e in entries for n in (e["onnx"], e["ncnn"])}
@@ -40,7 +41,7 @@ def check_input_names(model: "NcnnModel", feeds: dict) -> None:
                               f"{', '.join(e['onnx'] for e in entries) or 'none'}")
 
 
-def run_real_ncnn(model: "NcnnModel", param, bin_, feeds: dict, layout: str, threads: int) -> dict:
+def run_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, threads: int) -> dict:
     """The files in the real runtime (a child process), fed and read through the io record."""
     io = model.io()
     entries = {n: e for e in io["inputs"] for n in (e["onnx"], e["ncnn"])}
@@ -57,7 +58,7 @@ def run_real_ncnn(model: "NcnnModel", param, bin_, feeds: dict, layout: str, thr
     return {e["onnx"]: to_onnx(result[e["ncnn"]], e) for e in outputs}
 
 
-def _last_blobs(model: "NcnnModel") -> list[str]:
+def _last_blobs(model: NcnnModel) -> list[str]:
     """Files without a record: the blobs no layer reads (ncnn's outputs)."""
     names = model.names.blob
     return [names[t] for t in model.graph.outputs]
@@ -84,7 +85,7 @@ def save_outputs(path: Path, outputs: dict) -> None:
     np.savez(path, **outputs)
 
 
-def time_real_ncnn(model: "NcnnModel", param, bin_, feeds: dict, layout: str, threads: int,
+def time_real_ncnn(model: NcnnModel, param, bin_, feeds: dict, layout: str, threads: int,
                    warmup: int, loops: int) -> dict:
     """The real runtime timed in its child: the net loaded once, extractions timed."""
     io = model.io()

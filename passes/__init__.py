@@ -23,6 +23,7 @@ from .expand_dynamic_quantization import expand_dynamic_quantization
 from .expand_qlinear import expand_qlinear
 from .expand_small_attention import expand_small_attention
 from .express_shapes import express_shapes
+from .declare_input_shapes import declare_input_shapes
 from .fix_broadcast import check_binary_ranks, fix_broadcast
 from .flatten_gather_indices import flatten_gather_indices
 from .flatten_matmul_rows import flatten_matmul_rows
@@ -237,6 +238,8 @@ PIPELINE: list[Pass] = [
     # on the final layers, for an older --target-ncnn: the forms it lacks (logaddexp, sign, Flip) written
     # in ones it has; before insert_split, as the forms read a blob more than once
     fit_target_release,
+    # on the final inputs (no pass after it changes an input's shape)
+    declare_input_shapes,
     # last: it counts the final readers of each blob
     insert_split,
 ]

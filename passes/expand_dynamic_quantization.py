@@ -43,7 +43,9 @@ class _Builder:
             out = g.add_tensor(Tensor(g.fresh_name(f"{self.node.name}_{op.lower()}"), t.shape if t else (),
                                       FLOAT, batch_axis=t.batch_axis if t else None)).name
         g.tensors[out].dtype = FLOAT
-        g.add_node(Node(g.fresh_name(f"{self.node.name}_{op.lower()}"), op, inputs, [out], attrs))
+        made = g.add_node(Node(g.fresh_name(f"{self.node.name}_{op.lower()}"), op, inputs, [out], attrs))
+        if op == "Div":     # int8_fallbacks says, once per node, that ncnn's division is approximate
+            made.meta["division_noted"] = True
         return out
 
 
@@ -120,4 +122,6 @@ def expand_dynamic_quantization(graph: Graph) -> dict:
         EXPANDERS[node.op](graph, node)
         graph.int8_fallbacks[node.name] = LSTM_APPROXIMATE if node.op == "DynamicQuantizeLSTM" else APPROXIMATE
     # apply_int8 reports the fallbacks again when the model also has Q/DQ pairs, these among them
-    return {"dynamic_quantization_expanded": len(nodes), "int8_fallbacks": dict(graph.int8_fallbacks)} if nodes else {}
+    # approximate_nodes: convert's summary and the -j table say "approximate" for these models
+    return {"dynamic_quantization_expanded": len(nodes), "approximate_nodes": len(nodes),
+            "int8_fallbacks": dict(graph.int8_fallbacks)} if nodes else {}

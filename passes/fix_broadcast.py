@@ -59,6 +59,21 @@ def fix_broadcast(graph: Graph) -> dict:
     return {"reshapes_inserted": inserted, "constants_relaid": relaid}
 
 
+def left_unfixed(graph: Graph) -> list[str]:
+    """The two-input BinaryOps this pass would have changed: what a conversion without it
+    (verify --no-broadcast-fix) leaves to ncnn's own broadcast rule."""
+    left = []
+    for node in graph.nodes.values():
+        if node.op != "BinaryOp" or node.params.get(1, 0) or len(node.inputs) != 2:
+            continue
+        result = graph.tensors[node.outputs[0]]
+        operands = [graph.tensors[name] for name in node.inputs]
+        if result.shape is not None and any(o.shape is not None and not same_layout(o.ncnn_shape, numpy_target(o, result))
+                                            for o in operands):
+            left.append(node.name)
+    return left
+
+
 def _check_broadcastable(graph: Graph, node: Node, result: Tensor) -> None:
     """Operands that numpy could not broadcast to the result are a broken model, not ours to fix."""
     shapes = [graph.tensors[t].shape for t in node.inputs]

@@ -106,7 +106,7 @@ def _warn_rounded_quotient(graph: Graph, node: Node) -> None:
     quotient that is exactly a whole number can floor to one less."""
     rounded = [c for c in graph.consumers(node.outputs[0]) if c.op in ROUNDING_OPS
                or c.op == "Cast" and graph.tensors[c.outputs[0]].dtype.kind in "iu"]
-    if rounded:
+    if rounded and not node.meta.get("division_noted"):     # a Div made by dynamic quantization: said once
         graph.warnings.append(f"{node.describe()}: its quotient goes to {rounded[0].describe()}; ncnn's x86 "
                               "BinaryOp div is not correctly rounded (6 / 2 gives 2.9999998), so where the "
                               "quotient is a whole number the rounded result can be off by one")

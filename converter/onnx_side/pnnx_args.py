@@ -3,6 +3,7 @@
     onnx2ncnn convert model.onnx inputshape=[1,3,224,224]
     onnx2ncnn convert model.onnx inputshape=[1,3,640,640]f32,[1,32]i64 inputshape2=[1,3,320,320]f32,[1,32]i64
 
+and names the files as pnnx does: ncnnparam=OUT.param ncnnbin=OUT.bin (convert's --param/--bin).
 Shapes are listed in the order of the model's inputs; a type suffix (f32, i64, ...) must be the
 input's ONNX type. With inputshape2, the dims that differ between the two lists stay dynamic
 (one .param for both sizes), the others are fixed: pnnx resolves its dynamic dims the same way.
@@ -30,6 +31,23 @@ def split_pnnx_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
             if key in found:
                 raise ConversionError(f"{key} given twice")
             found[key] = value
+        else:
+            rest.append(word)
+    return rest, found
+
+
+OUTPUT_KEYS = {"ncnnparam": "param", "ncnnbin": "bin"}
+
+
+def split_output_words(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """argv without pnnx's `ncnnparam=PATH`/`ncnnbin=PATH` words, and {"param"/"bin": PATH}."""
+    rest, found = [], {}
+    for word in argv:
+        key, sep, value = word.partition("=")
+        if sep and key in OUTPUT_KEYS:
+            if OUTPUT_KEYS[key] in found or not value:
+                raise ConversionError(f"{key} given twice" if value else f"{key}= expects a file name")
+            found[OUTPUT_KEYS[key]] = value
         else:
             rest.append(word)
     return rest, found

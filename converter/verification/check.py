@@ -82,6 +82,7 @@ class VerifyReport:
     divergences: list[Divergence] = field(default_factory=list)
     reshapes_inserted: int = 0
     constants_relaid: int = 0
+    broadcasts_left: list[str] | None = None    # --no-broadcast-fix: the elementwise layers it left
     layers: list[LayerRow] = field(default_factory=list)
     rtol: float | None = None
     atol: float | None = None
@@ -101,7 +102,8 @@ class VerifyReport:
 
     @property
     def broadcast_stats(self) -> dict:
-        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid}
+        return {"reshapes_inserted": self.reshapes_inserted, "constants_relaid": self.constants_relaid,
+                **({} if self.broadcasts_left is None else {"broadcasts_left": self.broadcasts_left})}
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
@@ -304,6 +306,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report = VerifyReport(False, backends, {k: list(v.shape) for k, v in feeds.items()},
                           reshapes_inserted=converted.stats.get("reshapes_inserted", 0),
                           constants_relaid=converted.stats.get("constants_relaid", 0), rtol=rtol, atol=atol,
+                          broadcasts_left=converted.stats.get("broadcasts_left"),
                           sizes=[n for n in size_notes if n.split(" ")[0] not in (inputs or {})],
                           int8_layers=converted.stats.get("int8_layers"),
                           int8_fallbacks=converted.stats.get("int8_fallbacks", {}), int8_mode=int8 if steps else None,
@@ -313,7 +316,10 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     report.warnings += release_warnings(converted, ncnn_python, ncnn_python_version if ncnn_python else None)
     if steps and int8 == "fast":     # distances from onnxruntime's int8 and float runs (converter/verification/int8_fast.py)
         float_proto = float_model and prepare_model(float_model, input_shapes, [], input_values)
-        check_fast(converted, ncnn_feeds, proto, feeds, reference, report, backends, rtol, float_proto, globals())
+        def blobs_of(backend: str, wanted: list[str]) -> tuple[dict, Exception | None]:
+            return _interp_blobs(converted, ncnn_feeds, "fp32") if backend == "interp" else \
+                _ncnn_blobs(converted, ncnn_feeds, wanted, "fp32")
+        check_fast(converted, proto, feeds, reference, report, backends, rtol, float_proto, layer_row, blobs_of)
         return report
     checked, checked_feeds = converted, ncnn_feeds
     if steps:        # quantized: each layer on onnxruntime's inputs, in steps (converter/verification/forced_layers.py)

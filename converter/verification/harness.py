@@ -27,7 +27,7 @@ compares every output (|ncnn - ort| <= 1e-3 max|ort| + 1e-3 |ort|; exit 1 if any
 numpy and ncnn only). The files need ncnn {min_version_text} or newer.
 From Python:
 
-    from {module} import Model
+    {import_line}
     outputs = Model().run({{{first_input!r}: array}})
 """
 import sys
@@ -77,6 +77,7 @@ class Model:
 
     def run(self, feeds):
         """{{ONNX input name: array in ONNX layout}} -> {{ONNX output name: array in ONNX layout}}."""
+        check_feeds(feeds)
         extractor = self.net.create_extractor()
         for entry in INPUTS:
             array = np.asarray(feeds[entry["onnx"]])
@@ -99,6 +100,19 @@ class Model:
                 array = np.expand_dims(array, entry["batch_axis"])
             outputs[entry["onnx"]] = array if shape is None else array.reshape(shape)
         return run_tail(feeds, outputs) if TAIL else outputs
+
+
+def check_feeds(feeds):
+    """One line (ValueError) for a missing input or one whose shape the files cannot take: a wrong
+    width would otherwise fail in numpy's reshape or crash ncnn."""
+    for entry in INPUTS:
+        name, want = entry["onnx"], entry["onnx_shape"]
+        if name not in feeds:
+            raise ValueError(f"input {{name!r}} is missing; the inputs are {{', '.join(e['onnx'] for e in INPUTS)}}")
+        shape = list(np.shape(feeds[name]))
+        if want is not None and (len(shape) != len(want) or any(w is not None and w != d for w, d in zip(want, shape))):
+            raise ValueError(f"input {{name!r}} has shape {{shape}}; these files take "
+                             f"{{[d if d is not None else '?' for d in want]}} ('?': any size)")
 
 
 def _known(shape):
@@ -180,16 +194,35 @@ def run_in_python(python, feeds):
             return {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(OUTPUTS)}}
 
 
+def loaded(threads=2):
+    """Model(threads), or one line and exit 1 for an ncnn older than the files need or files it cannot load."""
+    try:
+        return Model(threads)
+    except RuntimeError as exc:
+        sys.exit(str(exc))
+
+
+def run_here(feeds):
+    """The outputs in this Python's ncnn, or one line and exit 1 (also for a feed the files cannot take)."""
+    try:
+        return loaded().run(feeds)
+    except (RuntimeError, ValueError) as exc:
+        sys.exit(str(exc))
+
+
+def check_options(argv):
+    """argv without --check and --onnx PATH; whether --check was given; the .onnx it compares with."""
+    argv, onnx_path = _option(argv, "--onnx")
+    return [a for a in argv if a != "--check"], "--check" in argv, ONNX if onnx_path is None else Path(onnx_path)
+
+
 def _child(argv):
     """--feeds IN.npz --save OUT.npz: what run_in_python asks of this script in another Python."""
     argv, feeds_path = _option(argv, "--feeds")
     argv, save_path = _option(argv, "--save")
     with np.load(feeds_path) as saved:
         feeds = {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(INPUTS)}}
-    try:
-        outputs = Model().run(feeds)
-    except RuntimeError as exc:
-        sys.exit(str(exc))
+    outputs = run_here(feeds)
     np.savez(save_path, *[outputs[e["onnx"]] for e in OUTPUTS])
 
 
@@ -200,12 +233,7 @@ def main(argv):
         print(__doc__)
         return
     argv, ncnn_python = _option(argv, "--ncnn-python")
-    check_wanted = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    onnx_path = ONNX
-    if "--onnx" in argv:
-        at = argv.index("--onnx")
-        onnx_path, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    argv, check_wanted, onnx_path = check_options(argv)
     feeds = random_inputs()
     for item in argv:
         name, _, path = item.partition("=")
@@ -218,10 +246,7 @@ def main(argv):
     if ncnn_python is not None:
         outputs = run_in_python(ncnn_python, feeds)
     else:
-        try:
-            outputs = Model().run(feeds)
-        except RuntimeError as exc:         # an ncnn older than the files need, a file it cannot load
-            sys.exit(str(exc))
+        outputs = run_here(feeds)
     for name, value in outputs.items():
         print(f"{{name}}: shape {{list(value.shape)}}, mean {{float(value.mean()):.6g}}")
     if check_wanted:
@@ -234,13 +259,17 @@ if __name__ == "__main__":
 
 
 def script_path(param_path: str | os.PathLike) -> Path:
-    """`out/m.ncnn.param` -> `out/m_ncnn.py` (a name Python can import)."""
+    """`out/320n.ncnn.param` -> `out/320n_ncnn.py`: <stem>_ncnn.py as convert names it, the stem as
+    the model's (a stem Python cannot import by name gets runpy in the script's docstring)."""
     param_path = Path(param_path)
-    stem = param_path.name.removesuffix(".param").removesuffix(".ncnn")
-    module = "".join(c if c.isalnum() or c == "_" else "_" for c in stem)
-    if not module or module[0].isdigit():
-        module = "m" + module
-    return param_path.parent / f"{module}_ncnn.py"
+    return param_path.parent / f"{param_path.name.removesuffix('.param').removesuffix('.ncnn')}_ncnn.py"
+
+
+def import_line(script: Path) -> str:
+    """How the docstring tells a user to reach Model from Python."""
+    if script.stem.isidentifier():
+        return f"from {script.stem} import Model"
+    return f'import runpy; Model = runpy.run_path({str(script.name)!r})["Model"]'
 
 
 def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[str, list[int]],
@@ -259,10 +288,10 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         return text.replace("\\", "/").replace('"', "'")
     text = TEMPLATE.format(
         param=plain(Path(param_path).name), bin=plain(Path(bin_path).name), onnx_name=plain(Path(onnx_path).name),
-        param_path=Path(param_path).name, bin_path=Path(bin_path).name,
+        param_path=Path(param_path).name, bin_path=os.path.relpath(Path(bin_path).resolve(), folder),
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
         onnx_abs=str(Path(onnx_path).resolve()),
-        module=script.stem, first_input=plain(inputs[0]["onnx"] if inputs else "input"),
+        import_line=plain(import_line(script)), first_input=plain(inputs[0]["onnx"] if inputs else "input"),
         inputs=inputs, outputs=outputs, fixed=fixed, tail_block=tail_block,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")

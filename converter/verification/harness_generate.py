@@ -44,17 +44,12 @@ def generate_main(argv, steps):
     if "--prompt" in argv:
         at = argv.index("--prompt")
         prompt, argv = [int(t) for t in argv[at + 1].split(",")], argv[:at] + argv[at + 2:]
-    check_wanted = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    onnx_path = ONNX
-    if "--onnx" in argv:
-        at = argv.index("--onnx")
-        onnx_path, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    argv, check_wanted, onnx_path = check_options(argv)
     fixed = {{name: np.load(path) for name, _, path in (a.partition("=") for a in argv)}}
     missing = [n for n in OTHERS if n not in fixed]
     if missing:
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
-    model = Model(threads=1)
+    model = loaded(threads=1)
     tokens, logits = generate(model.run, prompt, steps, SLOTS, fixed)
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:

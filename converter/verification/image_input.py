@@ -2,7 +2,8 @@
 
 The pixels (RGB, or gray) are resized to `size` (W x H; default: the input's fixed height and
 width, else the image's own), multiplied by `scale` (default 1/255), normalized as (x - mean) / std
-per channel (defaults 0 and 1), put in BGR order with `order=bgr`, and laid out as the input wants
+per channel (defaults 0 and 1); `fit=letterbox` keeps the aspect ratio and pads the rest with `pad`
+(default 114, as detectors are fed) instead of stretching; put in BGR order with `order=bgr`, and laid out as the input wants
 (NCHW, or NHWC when the last axis holds the channels), with a batch of one.
 
 PNG and binary PPM/PGM are decoded here (zlib is all PNG needs); other formats (JPEG, ...)
@@ -32,6 +33,8 @@ class ImageSpec:
     std: list[float] = field(default_factory=lambda: [1.0])
     scale: float = 1 / 255
     bgr: bool = False
+    letterbox: bool = False                         # fit=letterbox: scaled to fit, centred, padded
+    pad: float = 114.0                              # the letterbox's fill, a pixel value (0..255)
 
     def to_array(self, name: str, shape) -> np.ndarray:
         """The image as input `name` of ONNX shape `shape` (None: a dynamic dim) takes it."""
@@ -45,7 +48,9 @@ class ImageSpec:
             width, height = self.size
         height = height or pixels.shape[0]
         width = width or pixels.shape[1]
-        if (height, width) != pixels.shape[:2]:
+        if self.letterbox:
+            pixels = letterboxed(pixels.astype(np.float32), height, width, self.pad)
+        elif (height, width) != pixels.shape[:2]:
             pixels = resize_bilinear(pixels.astype(np.float32), height, width)
         channels = channels or pixels.shape[2]
         pixels = pixels.astype(np.float32)
@@ -61,6 +66,19 @@ class ImageSpec:
         pixels = (pixels * np.float32(self.scale) - mean) / std
         array = pixels[None] if nhwc else pixels.transpose(2, 0, 1)[None]
         return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def letterboxed(pixels: np.ndarray, height: int, width: int, pad: float) -> np.ndarray:
+    """`pixels` scaled by one factor to fit height x width, centred, the border filled with `pad`."""
+    h, w = pixels.shape[:2]
+    factor = min(height / h, width / w)
+    inner_h, inner_w = max(1, round(h * factor)), max(1, round(w * factor))
+    if (inner_h, inner_w) != (h, w):
+        pixels = resize_bilinear(pixels, inner_h, inner_w)
+    out = np.full((height, width, pixels.shape[2]), pad, np.float32)
+    top, left = (height - inner_h) // 2, (width - inner_w) // 2
+    out[top:top + inner_h, left:left + inner_w] = pixels
+    return out
 
 
 def parse_image_spec(name: str, text: str) -> ImageSpec:
@@ -86,11 +104,15 @@ def parse_image_spec(name: str, text: str) -> ImageSpec:
                 setattr(spec, key, [float(v) for v in items])
             elif key == "scale":
                 spec.scale = float(items[0])
+            elif key == "fit" and items[0].lower() in ("stretch", "letterbox"):
+                spec.letterbox = items[0].lower() == "letterbox"
+            elif key == "pad":
+                spec.pad = float(items[0])
             elif key == "order" and items[0].lower() in ("rgb", "bgr"):
                 spec.bgr = items[0].lower() == "bgr"
             else:
                 raise ConversionError(f"--input {name}: unknown image option '{key}={','.join(items)}' "
-                                      f"(size=WxH, mean=..., std=..., scale=..., order=rgb|bgr)")
+                                      f"(size=WxH, mean=..., std=..., scale=..., order=rgb|bgr, fit=stretch|letterbox, pad=...)")
     except ValueError:
         raise ConversionError(f"--input {name}: bad image option in '{options}' (e.g. size=320x320,"
                               f"mean=0.485,0.456,0.406,std=0.229,0.224,0.225)") from None

@@ -13,9 +13,12 @@ noise quantizing this model costs; a wrong scale or weight lands far beyond it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import onnx
+
+from converter.verification.feeds import onnxruntime_all, to_ncnn_layout
 
 
 @dataclass
@@ -97,11 +100,11 @@ def judge(name: str, backend: str, got: np.ndarray | None, int8_ref: np.ndarray,
     return result
 
 
-def check_fast(converted, ncnn_feeds: dict, proto: onnx.ModelProto, feeds: dict, reference: dict, report,
-               backends: list[str], rtol: float, float_proto: onnx.ModelProto | None, helpers: dict) -> None:
+def check_fast(converted, proto: onnx.ModelProto, feeds: dict, reference: dict, report, backends: list[str],
+               rtol: float, float_proto: onnx.ModelProto | None, layer_row: Callable, blobs_of: Callable) -> None:
     """Fill `report` for a fast-mode conversion: per layer and per output, both distances; outputs judged.
-    `helpers`: converter/verification/check.py's names (it imports this module, so they are handed over)."""
-    layer_row, to_ncnn_layout, onnxruntime_all = (helpers[k] for k in ("layer_row", "to_ncnn_layout", "onnxruntime_all"))
+    check.py hands over its `layer_row` and `blobs_of(backend, wanted) -> (blobs, error)`, which runs
+    the converted model in that backend (check.py imports this module, not the other way round)."""
     floats = onnxruntime_all(strip_activation_pairs(proto), feeds)
     float_outputs = floats
     if float_proto is not None:
@@ -112,8 +115,7 @@ def check_fast(converted, ncnn_feeds: dict, proto: onnx.ModelProto, feeds: dict,
     for backend in backends:
         wanted = [b for n in order for b in n.outputs if b in reference and n.op != "Input"]
         wanted += [o for o in graph.outputs if o not in wanted]
-        blobs, error = (helpers["_interp_blobs"](converted, ncnn_feeds, "fp32") if backend == "interp"
-                        else helpers["_ncnn_blobs"](converted, ncnn_feeds, wanted, "fp32"))
+        blobs, error = blobs_of(backend, wanted)
         for node in order:
             for blob in node.outputs:
                 if blob not in blobs or blob not in reference or node.op == "Input":

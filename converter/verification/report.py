@@ -29,19 +29,26 @@ def row_cells(row) -> list[str]:
 
 
 def text_table(rows) -> list[str]:
-    """Aligned lines per backend; '>>' marks the first diverging layer, '!' any other mismatch."""
+    """Aligned lines per backend, each row numbered as the report's chart numbers it; '>>' marks
+    the first diverging layer, '!' any other mismatch, and a legend says so when a mark is shown."""
     lines = []
     for backend in dict.fromkeys(r.backend for r in rows):
         mine = [r for r in rows if r.backend == backend]
-        cells = [row_cells(r) for r in mine]
-        widths = [max(len(c) for c in column) for column in zip(COLUMNS, *cells)]
+        cells = [[str(i), *row_cells(r)] for i, r in enumerate(mine)]
+        widths = [max(len(c) for c in column) for column in zip(("#", *COLUMNS), *cells)]
         lines.append(f"  per-layer ({backend}):")
-        lines.append("     " + "  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)).rstrip())
+        lines.append("     " + "  ".join(h.ljust(w) for h, w in zip(("#", *COLUMNS), widths)).rstrip())
         for row, c in zip(mine, cells):
             mark = ">> " if row.first_divergence else ("!  " if not row.passed else "   ")
             text = "  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip()
             lines.append("  " + mark + text + (f"  ({row.error})" if row.error else ""))
+    if any(not r.passed for r in rows):
+        lines.append("  " + MARKS_LEGEND)
     return lines
+
+
+MARKS_LEGEND = ("marks: '>>' the first layer whose output is beyond the tolerance; '!' a later one (often it "
+                "only carries the first one's error on); unmarked rows are within it")
 
 
 def _log_error(row) -> float | None:
@@ -61,12 +68,46 @@ def _tick_step(count: int, most: int = 12) -> int:
     return step
 
 
+X_LABEL = "layer # (the # column of verify's per-layer table; hover a point for its name)"
+
+
+def chart_series(rows) -> dict[str, list[tuple[int, object, float | None]]]:
+    """Per backend that has rows: (the row's # in the table, row, height or None when exact)."""
+    series: dict[str, list] = {}
+    for row in rows:
+        mine = series.setdefault(row.backend, [])
+        mine.append((len(mine), row, _log_error(row)))
+    return {b: series[b] for b in COLORS if b in series}
+
+
+def segments(points) -> list[list]:
+    """The drawn points in runs of consecutive rows: a line never joins across an exact layer
+    it leaves out (the error there is 0, not somewhere between its neighbours)."""
+    runs: list[list] = [[]]
+    for point in points:
+        if point[2] is None:
+            runs.append([])
+        else:
+            runs[-1].append(point)
+    return [run for run in runs if run]
+
+
+def legend_label(backend: str, points) -> str:
+    exact = sum(v is None for _, _, v in points)
+    return backend + (f" ({exact} exact, not drawn)" if exact else "")
+
+
+def chart_title(title: str, passed: bool) -> str:
+    return f"{title}: {'PASSED' if passed else 'FAILED'}"
+
+
 def svg_chart(rows, rtol: float | None = None, width: int = 900, height: int = 330) -> str:
     """An inline SVG: relative error per layer (x: the row's # in the table, y: log10). Exact
     matches are not drawn (they are counted in the legend); a dashed line marks rtol."""
     left, right, top, bottom = 60, 20, 20, 50
     plot_w, plot_h = width - left - right, height - top - bottom
-    count = max((sum(1 for r in rows if r.backend == b) for b in COLORS), default=1)
+    series = chart_series(rows)
+    count = max((len(points) for points in series.values()), default=1)
     x_of = lambda i: left + (plot_w * i / max(count - 1, 1))  # noqa: E731
     y_of = lambda v: top + plot_h * (LOG_CEIL - v) / (LOG_CEIL - LOG_FLOOR)  # noqa: E731
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -85,27 +126,22 @@ def svg_chart(rows, rtol: float | None = None, width: int = 900, height: int = 3
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d62728" '
                      f'stroke-dasharray="6,4"/><text x="{left + 4}" y="{y - 4:.1f}" fill="#d62728">'
                      f'rtol {rtol:g}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle">'
-                 f'layer # (graph order, as in the table; hover a point for its name)</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle">{X_LABEL}</text>')
     parts.append(f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
                  f'text-anchor="middle">max error / max|ref|</text>')
-    for backend, color in COLORS.items():
-        mine = [(i, r, _log_error(r)) for i, r in enumerate(r for r in rows if r.backend == backend)]
-        if not mine:
-            continue
-        drawn = [(i, r, v) for i, r, v in mine if v is not None]
-        points = " ".join(f"{x_of(i):.1f},{y_of(v):.1f}" for i, _, v in drawn)
-        parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        for i, r, v in drawn:
+    for place, (backend, points) in enumerate(series.items()):
+        color = COLORS[backend]
+        for run in segments(points):
+            line = " ".join(f"{x_of(i):.1f},{y_of(v):.1f}" for i, _, v in run)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        for i, r, v in (p for p in points if p[2] is not None):
             fill = "#d62728" if not r.passed else color
             radius = 6 if r.first_divergence else 2.5
             label = html.escape(f"#{i} {backend}: {r.layer} ({r.layer_type}) {_num(r.rel_to_max)}")
             parts.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(v):.1f}" r="{radius}" '
                          f'fill="{fill}"><title>{label}</title></circle>')
-        exact = len(mine) - len(drawn)
-        legend = f"{backend}" + (f" ({exact} exact, not drawn)" if exact else "")
-        parts.append(f'<text x="{left + plot_w - 4}" y="{top + 14 + 14 * list(COLORS).index(backend)}" '
-                     f'text-anchor="end" fill="{color}">{html.escape(legend)}</text>')
+        parts.append(f'<text x="{left + plot_w - 4}" y="{top + 14 + 14 * place}" text-anchor="end" '
+                     f'fill="{color}">{html.escape(legend_label(backend, points))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -121,8 +157,7 @@ def failing_first(rows) -> list[tuple[int, object]]:
 
 
 def html_page(report, title: str) -> str:
-    status = "PASSED" if report.passed else "FAILED"
-    body = [f"<h1>{html.escape(title)}: {status}</h1>", svg_chart(report.layers, report.rtol)]
+    body = [f"<h1>{html.escape(chart_title(title, report.passed))}</h1>", svg_chart(report.layers, report.rtol)]
     for d in report.divergences:
         body.append(f"<p><b>{html.escape(d.describe())}</b></p>")
     body.append("<table><tr><th>backend</th><th>#</th><th></th>"
@@ -153,21 +188,22 @@ def _matplotlib_pyplot():
 
 def write_png(report, path: Path, title: str) -> None:
     plt = _matplotlib_pyplot()
+    from matplotlib.ticker import MaxNLocator
     fig, ax = plt.subplots(figsize=(10, 4))
-    for backend, color in COLORS.items():
-        mine = [(i, _log_error(r), r) for i, r in enumerate(r for r in report.layers if r.backend == backend)]
-        drawn = [(i, v, r) for i, v, r in mine if v is not None]     # exact matches have no log
-        ax.plot([i for i, _, _ in drawn], [10 ** v for _, v, _ in drawn], color=color, marker=".",
-                label=f"{backend} ({len(mine) - len(drawn)} exact, not drawn)")
-        first = [(i, v) for i, v, r in drawn if r.first_divergence]
+    for backend, points in chart_series(report.layers).items():
+        # NaN at an exact layer breaks the line there, as the HTML chart's separate polylines do
+        ax.plot([i for i, _, _ in points], [math.nan if v is None else 10 ** v for _, _, v in points],
+                color=COLORS[backend], marker=".", label=legend_label(backend, points))
+        first = [(i, v) for i, r, v in points if v is not None and r.first_divergence]
         ax.scatter([i for i, _ in first], [10 ** v for _, v in first], color="#d62728", zorder=3)
     rtol = report.rtol
     if rtol:
         ax.axhline(rtol, color="#d62728", linestyle="--", label=f"rtol {rtol:g}")
     ax.set_yscale("log")
-    ax.set_xlabel("layer # (graph order, as in the verify table)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))     # layer numbers, never 2.5
+    ax.set_xlabel(X_LABEL.split(";")[0] + ")")
     ax.set_ylabel("max error / max|ref|")
-    ax.set_title(title)
+    ax.set_title(chart_title(title, report.passed))
     ax.legend()
     fig.savefig(path)
     plt.close(fig)
@@ -201,3 +237,4 @@ def write_report(report, path: str | Path, title: str) -> None:
             path.write_text(html_page(report, title), encoding="utf-8")
     except OSError as exc:
         raise ConversionError(f"cannot write report {path}: {exc.strerror or exc}") from None
+

@@ -47,7 +47,7 @@ def batch(models):
 def test_table_lists_models_in_order_and_exit_says_one_was_refused(batch, models):
     assert batch.returncode == 2, batch.stderr
     lines = batch.stdout.strip().splitlines()
-    assert lines[0].split() == ["model", "status", "layers", "seconds", "error"]
+    assert lines[0].split() == ["model", "status", "layers", "seconds", "note"]
     rows = lines[1:4]
     assert [r.split()[0] for r in rows] == [str(models / "a_relu.onnx"), str(models / "folder" / "b_add.onnx"),
                                             str(models / "folder" / "c_unique.onnx")]

@@ -97,7 +97,23 @@ def test_normalization_and_layout(tmp_path):
     assert parse_image_spec("x", f"{path}:size=4x3").to_array("x", [1, 3, None, None]).shape == (1, 3, 3, 4)
 
 
+def test_letterbox_keeps_the_aspect_ratio_and_pads_the_border(tmp_path):
+    """A 9x7 image into 18x18: scaled 2x to 18x14, two rows of padding above and below."""
+    (tmp_path / "a.ppm").write_bytes(b"P6 9 7 255\n" + RGB.tobytes())
+    spec = parse_image_spec("x", f"{tmp_path / 'a.ppm'}:size=18x18,fit=letterbox,pad=114,scale=1")
+    array = spec.to_array("x", [1, 3, None, None])[0].transpose(1, 2, 0)
+    assert array.shape == (18, 18, 3)
+    assert np.all(array[:2] == 114) and np.all(array[16:] == 114)
+    np.testing.assert_allclose(array[2:16], resize_bilinear(RGB.astype(np.float32), 14, 18), rtol=1e-6)
+    stretched = parse_image_spec("x", f"{tmp_path / 'a.ppm'}:size=18x18,scale=1").to_array("x", [1, 3, 18, 18])
+    np.testing.assert_allclose(stretched[0].transpose(1, 2, 0), resize_bilinear(RGB.astype(np.float32), 18, 18), rtol=1e-6)
+    wide = parse_image_spec("x", f"{tmp_path / 'a.ppm'}:fit=letterbox,pad=0,scale=1").to_array("x", [1, 3, 7, 18])
+    assert np.all(wide[0, :, :, :4] == 0) and np.all(wide[0, :, :, 13:] == 0)     # 9x7 -> 9x7, centred in 18
+    np.testing.assert_array_equal(wide[0, :, :, 4:13].transpose(1, 2, 0), RGB)
+
+
 @pytest.mark.parametrize("options, fragment", [("size=0x3", "bad image option"), ("colour=red", "unknown image option"),
+                                               ("fit=crop", "unknown image option"),
                                                ("std=0", "must not be 0"), ("oops", "KEY=VALUE")])
 def test_bad_options(options, fragment):
     with pytest.raises(ConversionError, match=fragment):

@@ -25,7 +25,7 @@ def test_table_marks_the_layer_the_divergence_line_names():
     lines = result.stdout.splitlines()
     named = re.findall(r"(\w+): first divergence at BinaryOp layer '([^']+)'", result.stdout)
     assert [b for b, _ in named] == ["interp", "ncnn"]
-    marked = [line.split()[1] for line in lines if line.lstrip().startswith(">>")]
+    marked = [line.split()[2] for line in lines if line.lstrip().startswith(">>")]     # after the row #
     assert marked == [layer for _, layer in named]
     assert marked[0].startswith("Add:")          # the per-width Add, as before the table existed
 
@@ -122,7 +122,7 @@ def test_html_chart_has_an_index_axis_an_rtol_line_and_failing_rows_first(tmp_pa
     assert result.returncode == 1, result.stderr
     text = page.read_text()
     rows = json.loads(result.stdout)["layers"]
-    assert "layer # (graph order" in text and ">0</text>" in text
+    assert "layer # (the # column" in text and ">0</text>" in text
     assert "rtol 0.01" in text and "stroke-dasharray" in text
     table = text[text.index("<table>"):]
     cells = re.findall(r"<tr[^>]*><td>interp</td><td>(\d+)</td><td>([^<]*)</td><td>([^<]+)</td>", table)

@@ -9,7 +9,8 @@ from .import_graph import library_modules, imports
 
 # floors, lowest first; a module may import from its own floor or a lower one
 FRONT = {"converter", "converter.__main__", "converter.api", "converter.batch_convert", "converter.cli",
-         "converter.verification.check", "converter.verification.report", "converter.cli_parser"}
+         "converter.verification.check", "converter.verification.report", "converter.verification.verify_text",
+         "converter.cli_parser", "converter.run_command"}
 SIBLINGS = ("converter.lowering", "converter.interpreter")    # one floor, never importing each other
 OPTIONAL = {"onnxruntime", "ncnn", "matplotlib", "PIL"}       # may be imported where they are used
 MAX_LINES = 400
