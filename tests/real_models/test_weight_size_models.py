@@ -40,7 +40,7 @@ def test_crnn_unrolled_bidirectional_lstm_is_two_lstm_layers(tmp_path):
 
 
 def test_rxnmap_shared_attention_weights_are_named():
-    """Documented exception (README): MultiHeadAttention takes no weight blob, so each layer that
+    """Documented exception (docs/ops.md): MultiHeadAttention takes no weight blob, so each layer that
     reuses the block holds a copy; the record says how many bytes that costs."""
     shapes = {"atoms": [1, 24], "neighbors": [1, 24], "distances": [1, 24, 24], "roles": [1, 24]}
     converted = convert(fetch("rxnmap"), input_shapes=shapes)
