@@ -70,7 +70,7 @@ def weight_read_per_sample(graph: Graph, node: Node) -> bool:
     dynamic-weight layer once per sample, every sample reading the one MemoryData that holds the
     weight, rather than merged into the channels with the weight repeated per sample
     (passes/merge_batch_into_channels.py leaves it). Only when asked (convert --share-weights):
-    measured in real ncnn 1.2-2.5x slower than the grouped form (README, "The .bin against the
+    measured in real ncnn 1.2-2.5x slower than the grouped form (docs/ops.md, "The .bin against the
     model's weights")."""
     if not graph.share_weights or node.op != "Conv" or len(node.inputs) < 2:
         return False

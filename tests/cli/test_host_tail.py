@@ -30,7 +30,7 @@ def onnxruntime_outputs(name: str) -> dict:
 
 
 def within(got, want):
-    """The README's rule: |got - ort| <= 1e-3 max|ort| + 1e-3 |ort|."""
+    """The README's --check rule: |got - ort| <= 1e-3 max|ort| + 1e-3 |ort|."""
     want = np.asarray(want, np.float64)
     return np.all(np.abs(np.asarray(got, np.float64) - want) <= 1e-3 * np.abs(want).max() + 1e-3 * np.abs(want))
 

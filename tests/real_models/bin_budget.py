@@ -1,5 +1,5 @@
 """Issue 28's size rule for the real models and the zoo: the .bin holds at most 1.1x the model's
-float32-equivalent weights plus ALLOWANCE, except the models README.md's "The .bin against the
+float32-equivalent weights plus ALLOWANCE, except the models docs/ops.md's "The .bin against the
 model's weights" lists, each for the reason given here."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from converter.ncnn_side.bin_size import RATIO_WARNED, written_bin_bytes
 
 ALLOWANCE = 16 * 1024          # bytes: a few folded tables (position grids, masks) in a small model
 
-# name (a fetch_models name or a zoo stem) -> why its .bin is larger; keep README.md in step
+# name (a fetch_models name or a zoo stem) -> why its .bin is larger; keep docs/ops.md in step
 SHARED_ATTENTION = ("one block's weights reused by several layers; each MultiHeadAttention holds a copy "
                     "(within the budget with convert --share-weights, at a speed cost)")
 COMPUTED = "constants computed at conversion from the weights are larger than their sources"
@@ -26,6 +26,6 @@ def assert_bin_within_weights(name: str, converted, listed: bool = True) -> None
     within = written <= RATIO_WARNED * weights + ALLOWANCE
     if name in EXCEPTIONS and listed:
         assert not within, f"{name} is listed in bin_budget.EXCEPTIONS but its .bin is {written} bytes for " \
-                           f"{weights}: take it out (and out of README.md)"
+                           f"{weights}: take it out (and out of docs/ops.md)"
         return
     assert within, f"{name}: .bin {written} bytes for {weights} bytes of weights ({written / weights:.2f}x)"

@@ -38,7 +38,7 @@ def test_crnn_unrolled_bidirectional_lstm_is_two_lstm_layers(tmp_path):
 
 
 def test_rxnmap_with_share_weights_writes_each_weight_once(tmp_path):
-    """Without --share-weights a documented exception (each MultiHeadAttention and Gemm holds a copy:
+    """Without --share-weights a documented exception (docs/ops.md) (each MultiHeadAttention and Gemm holds a copy:
     643 MB for 85 MB). With it the reused attention blocks stay Gemms reading one MemoryData per weight
     (within the 1.1x budget), the numbers still onnxruntime's in real ncnn (the interpreter reads the
     shared Gemms in tests/passes/test_share_repeated_weights.py)."""
