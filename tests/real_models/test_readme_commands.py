@@ -126,7 +126,8 @@ def real_model_paths() -> dict[str, Path]:
 def run_readme_command(command: str, cwd: Path, paths: dict[str, Path]) -> tuple[int, str]:
     argv = shlex.split(command)[1:]
     argv = [str(paths[a]) if a in paths else a for a in argv]
-    if argv[0] == "convert" and "-o" not in argv:
+    named_files = "--param" in argv or any(a.startswith("ncnnparam=") for a in argv)
+    if argv[0] == "convert" and "-o" not in argv and not named_files:
         argv += ["-o", str(cwd / "beside")]        # not into the model cache or the repository
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
