@@ -28,8 +28,8 @@ def test_no_case_converts_to_other_numbers(suite, record_property):
 # the allowed differences, each with the warning the conversion gave for it
 WARNED = {"test_pow": "BinaryOp pow is wrong for bases <= 0",      # 0 ** -0.98 is inf in ONNX, 2.4e38 in ncnn
           # dynamic quantization divides by a run-time scale: its inputs sit on .5 ties, where ncnn's
-          # division (1 ulp off) rounds a step away; the conversion says so and reports the node approximate
-          "test_dynamicquantizelinear": "ncnn's x86 BinaryOp div is not correctly rounded"}
+          # division (1 ulp off) rounds a step away; the conversion reports the node approximate and why
+          "test_dynamicquantizelinear": "not correctly rounded on x86"}
 
 
 def test_differences_only_where_the_conversion_warned(suite):
