@@ -70,6 +70,14 @@ def add_target_option(parser) -> None:
                         f"refuse naming the node otherwise (default: {NEWEST}, the newest known)")
 
 
+def add_block_quant_option(parser) -> None:
+    parser.add_argument("--block-quant", choices=["int8", "dequantize", "keep"], default="int8",
+                        help="4-bit block-quantized weights (onnxruntime-genai's MatMulNBits): int8 runs ncnn's "
+                        "int8 Gemm (about 1.7x the 4-bit size, fast, activations quantized per row: close to, "
+                        "not equal to onnxruntime's numbers); dequantize stores float32 (exact, fast, about 7x); "
+                        "keep stores the blocks (exact, smallest, ncnn's slow reference loop) (default: int8)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
@@ -98,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
     add_int8_options(conv)
+    add_block_quant_option(conv)
     add_target_option(conv)
 
     ver = sub.add_parser("verify", help="convert in memory and compare with onnxruntime")
@@ -128,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     add_int8_options(ver)
+    add_block_quant_option(ver)
     add_target_option(ver)
     ver.add_argument("--ncnn-python", metavar="PATH", help="run the real ncnn backend in the ncnn this Python "
                      "imports (it needs numpy and ncnn only), e.g. a venv with the release you ship "
