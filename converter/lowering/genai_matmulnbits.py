@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ncnn_side.gemm_block_quant import pack, quantize_term
-from converter.interpreter.int8 import float2int8
+from converter.ncnn_side.int8_rounding import float2int8
 from ..ir import Graph, Node
 from . import LOWERINGS, lowers
 from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer

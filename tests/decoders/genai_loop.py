@@ -75,6 +75,7 @@ def generate(path: Path, pair: Pair, runner: NcnnRunner | None, tokens: int = 12
         steps.append({"diff": {k: float(np.max(np.abs(ours[k] - ref[k]))) for k in names},
                       "scale": {k: float(np.max(np.abs(ref[k]))) for k in names},
                       "tokens": (int(ref["logits"][0, -1].argmax()), int(ours["logits"][0, -1].argmax())),
+                      "margin": float(np.subtract(*np.sort(ref["logits"][0, -1])[:-3:-1])),   # best - second
                       "past": past, "new": ids.shape[1]})
         ref_cache = {p: ref[p.replace("past_key_values", "present")] for p in pair.pasts}
         our_cache = {p: ours[p.replace("past_key_values", "present")] for p in pair.pasts}
