@@ -73,8 +73,8 @@ def add_target_option(parser) -> None:
 def add_block_quant_option(parser) -> None:
     parser.add_argument("--block-quant", choices=["int8", "dequantize", "keep"], default="int8",
                         help="4-bit block-quantized weights (onnxruntime-genai's MatMulNBits): int8 runs ncnn's "
-                        "int8 Gemm (about 1.7x the 4-bit size, fast, activations quantized per row: close to, "
-                        "not equal to onnxruntime's numbers); dequantize stores float32 (exact, fast, about 7x); "
+                        "int8 Gemm (1.6x the 4-bit size, fast, activations quantized per row: logits within about "
+                        "2e-2 of onnxruntime's); dequantize stores float32 (exact, fast, 6.4x); "
                         "keep stores the blocks (exact, smallest, ncnn's slow reference loop) (default: int8)")
 
 
