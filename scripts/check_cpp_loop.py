@@ -64,15 +64,15 @@ int main(int argc, char** argv)
     std::vector<int> generated;
     {{
 {loop}
+        for (int token : generated) printf("%d\\n", token);   // the loop's own `generated` if it declares one
     }}
-    for (int token : generated) printf("%d\\n", token);
     return 0;
 }}
 """
 
 
-def find_loop() -> tuple[str, Path]:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+def find_loop(page: Path | None = None) -> tuple[str, Path]:
+    pages = [page] if page else [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
     for page in pages:
         if page.exists():
             for block in re.findall(r"```cpp\n(.*?)```", page.read_text(), re.S):
@@ -115,11 +115,12 @@ def main() -> None:
     ap.add_argument("--ncnn-build", type=Path, default=CACHE / "ncnn-build")
     ap.add_argument("--model", type=Path, default=ROOT / "models" / "decoders" / "qwen3_ts.onnx")
     ap.add_argument("--tokens", type=int, default=16)
+    ap.add_argument("--page", type=Path, help="the markdown file holding the loop (default: README.md, docs/)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from converter import convert
     from converter.generation import decoder_io, greedy, ncnn_step, read_record
-    loop, page = find_loop()
+    loop, page = find_loop(args.page)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         param, bin_ = work / "m.ncnn.param", work / "m.ncnn.bin"
@@ -131,7 +132,7 @@ def main() -> None:
         if done.returncode:
             fail(f"the compiled loop failed (exit {done.returncode}): {done.stderr.strip()}")
         got = [int(t) for t in done.stdout.split()]
-    print(f"loop from {page.relative_to(ROOT)}, model {args.model.name}, prompt {PROMPT}")
+    print(f"loop from {page}, model {args.model.name}, prompt {PROMPT}")
     print(f"C++ (ncnn from source): {got}")
     print(f"Python API (pip ncnn):  {reference}")
     print(json.dumps({"equal": got == reference}))
