@@ -96,3 +96,13 @@ def test_block_quant_modes(name, block_quant, pairs, runner):
         if s["margin"] > 2 * tolerance * s["scale"]["logits"]:
             assert s["tokens"][0] == s["tokens"][1], s
     assert sum(s["tokens"][0] == s["tokens"][1] for s in steps) >= len(steps) - 1
+
+
+def test_generated_check_allows_the_int8_deviation(pairs, tmp_path):
+    """The <stem>_ncnn.py --generate --check of an int8 file compares at the stated deviation; exact
+    files keep 1e-4."""
+    from converter.verification.harness import harness_script
+    path = MODELS / "qwen2_int4.onnx"
+    texts = {mode: harness_script(pairs("qwen2_int4", mode).decode, tmp_path / "m.ncnn.param",
+                                  tmp_path / "m.ncnn.bin", path, {}, {}) for mode in ("int8", "keep")}
+    assert f"LOGITS_RTOL = {INT8_LOGITS!r}" in texts["int8"] and "LOGITS_RTOL = 0.0001" in texts["keep"]
