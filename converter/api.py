@@ -36,6 +36,7 @@ from passes.fix_broadcast import fix_broadcast, left_unfixed
 
 from .interpreter import Plan
 from .ir import ConversionError, Graph
+from .lowering.genai_matmulnbits import BLOCK_QUANT_MODES
 
 
 @dataclass
@@ -149,7 +150,8 @@ INT8_MODES = ("exact", "fast")
 def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
             progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False,
-            target_ncnn: int | None = None, outputs: list[str] | None = None, host_tail: bool = False) -> NcnnModel:
+            target_ncnn: int | None = None, outputs: list[str] | None = None, host_tail: bool = False,
+            block_quant: str = "int8") -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
@@ -160,12 +162,17 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     `progress(stage)` is told each stage (loading, each pass) as it starts. `target_ncnn` (a release
     date, default the newest known) writes only what that ncnn release reads (converter/ncnn_side/release_target.py).
     `outputs` converts only what computes those tensors (ONNX names); `host_tail` leaves what ncnn has
-    no layers for to onnxruntime after ncnn (NcnnModel.tail, saved as `<stem>_tail.onnx`)."""
+    no layers for to onnxruntime after ncnn (NcnnModel.tail, saved as `<stem>_tail.onnx`).
+    `block_quant` places weight-only block-quantized MatMuls (MatMulNBits; one of BLOCK_QUANT_MODES):
+    "int8" per-channel int8 Gemm (fast, small, within a stated deviation), "dequantize" float32,
+    "keep" the blocks as ncnn's block-quantized Gemm (converter/lowering/genai_matmulnbits.py)."""
     if int8 not in INT8_MODES:
         raise ValueError(f"int8 mode must be one of {', '.join(INT8_MODES)}, got {int8!r}")
+    if block_quant not in BLOCK_QUANT_MODES:
+        raise ValueError(f"block_quant must be one of {', '.join(BLOCK_QUANT_MODES)}, got {block_quant!r}")
     if progress is not None:
         progress("loading")
-    options = ConvertOptions(broadcast_fix, input_values, progress, int8, share_weights, target_ncnn)
+    options = ConvertOptions(broadcast_fix, input_values, progress, int8, share_weights, target_ncnn, block_quant)
 
     def prepared(shapes) -> tuple:
         warnings: list[str] = []
@@ -186,10 +193,12 @@ class ConvertOptions:
     int8: str = "exact"
     share_weights: bool = False
     target_ncnn: int | None = None
+    block_quant: str = "int8"
 
     def convert(self, proto, warnings: list[str]) -> NcnnModel:
         graph = graph_of_prepared(proto, list(warnings))
         graph.share_weights = self.share_weights
+        graph.block_quant = self.block_quant
         return convert_prepared(graph, proto, self.broadcast_fix, self.input_values, self.progress, self.int8,
                                 self.target_ncnn)
 
@@ -246,6 +255,7 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     if not broadcast_fix:       # what ncnn's own rule is left to broadcast (verify --no-broadcast-fix)
         stats["broadcasts_left"] = left_unfixed(graph)
     stats["warnings"] = list(graph.warnings)
+    stats["notes"] = list(graph.notes)
     stats["model_weight_bytes"] = model_weight_bytes(proto)      # what the .bin is compared with
     stats["example_shapes"], stats["example_notes"] = examples
     limits = index_limits(proto)        # random integers the generated script draws stay inside tables

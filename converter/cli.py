@@ -136,12 +136,15 @@ def _convert_one(args, source: str, int8: str) -> int:
     try:
         model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
                         progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
-                        outputs=_output_names(args.outputs), host_tail=args.host_tail)
+                        outputs=_output_names(args.outputs), host_tail=args.host_tail,
+                        block_quant=args.block_quant)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16, args.paths)
         for warning in result["warnings"]:
             print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
+        for note in model.stats.get("notes", []):
+            print(f"onnx2ncnn: note: {note}", file=sys.stderr)
     finally:    # a refused model must not get a progress line after its one error line
         if progress is not None:
             progress.timer.cancel()
@@ -255,7 +258,8 @@ def cmd_verify(args) -> int:
                             input_values=_input_values(args.input_value), layout=args.layout,
                             precision=args.precision, int8=int8_mode(args), float_model=float_model,
                             target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python,
-                            outputs=_output_names(args.outputs), host_tail=args.host_tail)
+                            outputs=_output_names(args.outputs), host_tail=args.host_tail,
+                            block_quant=args.block_quant)
     finally:    # a refused model must not get a progress line after its one error line
         if progress is not None:
             progress.timer.cancel()

@@ -76,6 +76,14 @@ def add_explain_option(parser) -> None:
                         "from that did not fuse, the node's name and why (default: quiet)")
 
 
+def add_block_quant_option(parser) -> None:
+    parser.add_argument("--block-quant", choices=["int8", "dequantize", "keep"], default="int8",
+                        help="4-bit block-quantized weights (onnxruntime-genai's MatMulNBits): int8 runs ncnn's "
+                        "int8 Gemm (1.6x the 4-bit size, fast, activations quantized per row: logits within about "
+                        "2e-2 of onnxruntime's); dequantize stores float32 (exact, fast, 6.4x); "
+                        "keep stores the blocks (exact, smallest, ncnn's slow reference loop) (default: int8)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx2ncnn", description="ONNX -> ncnn converter that gets broadcasting right")
     parser.add_argument("--version", action="version", version=f"onnx2ncnn {_version()}")
@@ -110,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--json", action="store_true", help="print one JSON object describing the result, "
                       "a list of them for several models (default: a summary line)")
     add_int8_options(conv)
+    add_block_quant_option(conv)
     add_target_option(conv)
     add_explain_option(conv)
 
@@ -142,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--report", metavar="FILE.html", help="write the per-layer table and an error "
                      "chart as a self-contained HTML page (or .png, with matplotlib)")
     add_int8_options(ver)
+    add_block_quant_option(ver)
     add_target_option(ver)
     ver.add_argument("--ncnn-python", metavar="PATH", help="run the real ncnn backend in the ncnn this Python "
                      "imports (it needs numpy and ncnn only), e.g. a venv with the release you ship "

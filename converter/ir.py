@@ -93,6 +93,7 @@ class Graph:
         self._topo_cache: tuple[int, list[Node]] | None = None
         self.opset = 13
         self.warnings: list[str] = []    # one line each, for the user (e.g. checker complaints)
+        self.notes: list[str] = []       # one line each: a choice the user made or may make (not a problem)
         # quantized models (passes/plan_int8.py): ONNX node -> its int8 plan, or why it runs in float
         self.int8_plans: dict[str, Any] = {}
         self.int8_fallbacks: dict[str, str] = {}
@@ -101,6 +102,9 @@ class Graph:
         # activation pairs fast mode dropped, ONNX QuantizeLinear -> the tensor it quantized
         self.int8_mode = "exact"
         self.int8_dropped: dict[str, str] = {}
+        # weight-only block-quantized MatMul (MatMulNBits): one of BLOCK_QUANT_MODES in
+        # converter/lowering/genai_matmulnbits.py ("int8", "dequantize" or "keep")
+        self.block_quant = "int8"
         # blob -> (ONNX tensor, low, high): a blob that passes made the ONNX tensor clipped (a Relu or a
         # quantizer's clip moved into the producer); verify compares it with onnxruntime's value so clipped
         self.reference_clips: dict[str, tuple[str, float, float]] = {}

@@ -4,7 +4,11 @@ alternating rounds; prints per-token decode time, prompt time and the ratios.
 
     /work/zoo-venv/bin/python scripts/export_genai.py --big qwen2.5-0.5b -o /tmp/big
     .venv/bin/python scripts/bench_decoder.py /tmp/big/qwen2.5-0.5b_fp32.onnx /tmp/big/qwen2.5-0.5b_int4.onnx \
-        [--past 128] [--prompt 32] [--rounds 5] [--work /tmp/bench] [--reuse]
+        [--past 128] [--prompt 32] [--rounds 5] [--work /tmp/bench] [--reuse] [--block-quant int8,dequantize,keep]
+
+A model with MatMulNBits is converted once per --block-quant choice (rows "<model> [choice]"); the
+"logits dev" column is the largest difference of the decode step's logits from onnxruntime's, over
+their largest magnitude.
 
 Each model is first converted in a child process (a prompt file with the past removed, a decode
 file with a run-time past) whose peak resident memory is reported against the model's weight bytes.
@@ -13,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,8 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 CONVERT = """
 import sys, json, converter
-path, out, shapes = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-model = converter.convert(path, input_shapes=shapes or None)
+path, out, shapes, block_quant = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+model = converter.convert(path, input_shapes=shapes or None, block_quant=block_quant)
 model.save(out + ".ncnn.param", out + ".ncnn.bin")
 print(json.dumps(model.io()))
 """
@@ -37,19 +42,23 @@ def weight_bytes(path: Path) -> int:
     return data.stat().st_size if data.exists() else path.stat().st_size
 
 
-def convert(path: Path, out: Path, shapes: dict, reuse: bool = False) -> tuple[dict, float, float]:
+def convert(path: Path, out: Path, shapes: dict, reuse: bool = False,
+            block_quant: str = "int8") -> tuple[dict, float, float]:
     """(io record, seconds, peak resident MB) of one conversion in a child process; with `reuse`,
     the files of an earlier run (no conversion, nothing measured)."""
     record = out.with_name(out.name + ".io.json")
     if reuse and record.exists():
         return json.loads(record.read_text()), 0.0, float("nan")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", CONVERT, str(path), str(out), json.dumps(shapes)],
-                          capture_output=True, text=True, cwd=ROOT)
-    if done.returncode:
-        sys.exit(f"conversion of {path} failed: {done.stderr.strip().splitlines()[-1:]}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024   # the largest child so far
-    record.write_text(done.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        child = subprocess.Popen([sys.executable, "-c", CONVERT, str(path), str(out), json.dumps(shapes), block_quant],
+                                 stdout=stdout, stderr=stderr, text=True, cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)             # this child's own peak, not the largest so far
+        stdout.seek(0), stderr.seek(0)
+        if os.waitstatus_to_exitcode(status):
+            sys.exit(f"conversion of {path} failed: {stderr.read().strip().splitlines()[-1:]}")
+        peak = usage.ru_maxrss / 1024
+        record.write_text(stdout.read().strip().splitlines()[-1])
     return json.loads(record.read_text()), time.perf_counter() - start, peak
 
 
@@ -63,7 +72,8 @@ class NcnnDecoder:
         self.io = io
         self.ncnn = ncnn
 
-    def run(self, feeds: dict) -> float:
+    def run(self, feeds: dict, keep: dict | None = None) -> float:
+        """Seconds of one extraction of every output; `keep` receives the logits."""
         from converter.ncnn_side.layout import to_ncnn
         ins = {e["onnx"]: e for e in self.io["inputs"]}
         mats = {ins[k]["ncnn"]: self.ncnn.Mat(np.ascontiguousarray(to_ncnn(v, ins[k]))).clone()
@@ -73,25 +83,30 @@ class NcnnDecoder:
         for name, mat in mats.items():
             ex.input(name, mat)
         for e in self.io["outputs"]:
-            ret, _ = ex.extract(e["ncnn"])
+            ret, mat = ex.extract(e["ncnn"])
             if ret:
                 sys.exit(f"ncnn failed extracting {e['ncnn']}")
+            if keep is not None and e["onnx"] == "logits":
+                keep["logits"] = np.array(mat)
         return time.perf_counter() - start
 
 
-def bench(path: Path, work: Path, past: int, prompt: int, rounds: int, reuse: bool = False) -> dict:
+def bench(path: Path, work: Path, past: int, prompt: int, rounds: int, reuse: bool = False,
+          block_quant: str = "int8") -> dict:
     import onnx
     import onnxruntime as ort
     cfg = json.loads(path.with_name(path.name.replace(".onnx", ".genai_config.json")).read_text())["model"]
     groups, dim = cfg["decoder"]["num_key_value_heads"], cfg["decoder"]["head_size"]
     pasts = [i.name for i in onnx.load(path, load_external_data=False).graph.input if i.name.startswith("past")]
     work.mkdir(parents=True, exist_ok=True)
-    io_dec, secs_dec, peak_dec = convert(path, work / f"{path.stem}_decode", {}, reuse)
-    io_pre, secs_pre, peak_pre = convert(path, work / f"{path.stem}_prompt", {pasts[0]: [1, groups, 0, dim]}, reuse)
+    stem = f"{path.stem}_{block_quant}"
+    io_dec, secs_dec, peak_dec = convert(path, work / f"{stem}_decode", {}, reuse, block_quant)
+    io_pre, secs_pre, peak_pre = convert(path, work / f"{stem}_prompt", {pasts[0]: [1, groups, 0, dim]}, reuse,
+                                         block_quant)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    dec, pre = NcnnDecoder(work / f"{path.stem}_decode", io_dec), NcnnDecoder(work / f"{path.stem}_prompt", io_pre)
+    dec, pre = NcnnDecoder(work / f"{stem}_decode", io_dec), NcnnDecoder(work / f"{stem}_prompt", io_pre)
     rng = np.random.default_rng(0)
     cache = {p: rng.standard_normal((1, groups, past, dim)).astype(np.float32) for p in pasts}
     empty = {p: np.zeros((1, groups, 0, dim), np.float32) for p in pasts}
@@ -101,21 +116,28 @@ def bench(path: Path, work: Path, past: int, prompt: int, rounds: int, reuse: bo
     feeds_dec = {"input_ids": one, "attention_mask": np.ones((1, past + 1), np.int64), **cache}
     feeds_pre = {"input_ids": many, "attention_mask": np.ones((1, prompt), np.int64), **empty}
 
-    def ort_time(feeds):
+    def ort_time(feeds, keep=None):
         start = time.perf_counter()
-        sess.run(None, feeds)
+        out = sess.run(["logits"], feeds)
+        if keep is not None:
+            keep["logits"] = out[0]
         return time.perf_counter() - start
 
     def ncnn_feeds(feeds):
         return {k: (v.astype(np.float32) if k == "attention_mask" else v) for k, v in feeds.items()}
     times = {k: [] for k in ("ort_decode", "ncnn_decode", "ort_prompt", "ncnn_prompt")}
-    ort_time(feeds_dec), dec.run(ncnn_feeds(feeds_dec))                 # warm-up
+    ref, ours = {}, {}
+    ort_time(feeds_dec, ref), dec.run(ncnn_feeds(feeds_dec), ours)     # warm-up, and the logits compared
     for _ in range(rounds):                                             # alternating rounds
         times["ort_decode"].append(ort_time(feeds_dec))
         times["ncnn_decode"].append(dec.run(ncnn_feeds(feeds_dec)))
         times["ort_prompt"].append(ort_time(feeds_pre))
         times["ncnn_prompt"].append(pre.run(ncnn_feeds({k: v for k, v in feeds_pre.items() if k not in pasts})))
     result = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    result.update({f"{k}_min": min(v) * 1e3 for k, v in times.items()})
+    ref_logits, our_logits = ref["logits"].reshape(-1), ours["logits"].reshape(-1)
+    result["logits_dev"] = float(np.abs(our_logits - ref_logits).max() / np.abs(ref_logits).max())
+    result["same_token"] = int(our_logits.argmax() == ref_logits.argmax())
     result.update(weights_mb=weight_bytes(path) / 1e6, peak_mb=max(peak_dec, peak_pre),
                   convert_s=secs_dec + secs_pre)
     return result
@@ -129,17 +151,31 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_decoder"))
     ap.add_argument("--reuse", action="store_true", help="time the files an earlier run converted")
+    ap.add_argument("--block-quant", default="int8,dequantize,keep",
+                    help="the convert --block-quant choices to time for a model with MatMulNBits (comma-separated)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     print(f"1 thread; decode: 1 token on a past of {args.past}; prompt: {args.prompt} tokens; "
-          f"median of {args.rounds} alternating rounds (ms)")
-    print(f"{'model':28} {'ort dec':>8} {'ncnn dec':>8} {'ratio':>6} {'ort pre':>8} {'ncnn pre':>8} {'ratio':>6} "
-          f"{'weights MB':>10} {'conv peak MB':>12} {'peak/w':>6}")
+          f"min / median of {args.rounds} alternating rounds (ms)")
+    print(f"{'model':34} {'ort dec':>11} {'ncnn dec':>11} {'ratio':>9} {'ort pre':>11} {'ncnn pre':>11} "
+          f"{'ratio':>9} {'logits dev':>10} {'token':>5} {'.bin MB':>7} {'conv peak/w':>11}")
     for path in args.models:
-        r = bench(path, args.work, args.past, args.prompt, args.rounds, args.reuse)
-        print(f"{path.stem:28} {r['ort_decode']:8.1f} {r['ncnn_decode']:8.1f} {r['ncnn_decode'] / r['ort_decode']:6.2f} "
-              f"{r['ort_prompt']:8.1f} {r['ncnn_prompt']:8.1f} {r['ncnn_prompt'] / r['ort_prompt']:6.2f} "
-              f"{r['weights_mb']:10.0f} {r['peak_mb']:12.0f} {r['peak_mb'] / r['weights_mb']:6.2f}", flush=True)
+        import onnx
+        quantized = any(n.op_type == "MatMulNBits" for n in onnx.load(path, load_external_data=False).graph.node)
+        for choice in args.block_quant.split(",") if quantized else ["int8"]:
+            r = bench(path, args.work, args.past, args.prompt, args.rounds, args.reuse, choice)
+            name = f"{path.stem} [{choice}]" if quantized else path.stem
+            stem = args.work / f"{path.stem}_{choice}_decode.ncnn.bin"
+
+            def pair(k):
+                return f"{r[k + '_min']:5.1f}/{r[k]:5.1f}"
+
+            def ratio(a, b):
+                return f"{r[a + '_min'] / r[b + '_min']:4.2f}/{r[a] / r[b]:4.2f}"
+            print(f"{name:34} {pair('ort_decode'):>11} {pair('ncnn_decode'):>11} {ratio('ncnn_decode', 'ort_decode'):>9} "
+                  f"{pair('ort_prompt'):>11} {pair('ncnn_prompt'):>11} {ratio('ncnn_prompt', 'ort_prompt'):>9} "
+                  f"{r['logits_dev']:10.1e} {'same' if r['same_token'] else 'diff':>5} {stem.stat().st_size / 1e6:7.0f} "
+                  f"{r['peak_mb'] / r['weights_mb']:11.2f}", flush=True)
 
 
 if __name__ == "__main__":

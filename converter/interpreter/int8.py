@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from converter.ncnn_side.int8_rounding import float2int8
+
+__all__ = ["float2int8", "int8_scales", "dequantize", "conv_sums"]
 F32 = np.float32
-
-
-def float2int8(x: np.ndarray, scale) -> np.ndarray:
-    """ncnn's quantize_to_int8 of a float32 array: whole numbers in -127..127, as float64."""
-    v = np.asarray(x, F32) * F32(scale)
-    v = v + np.copysign(F32(0.5), v).astype(F32)
-    return np.clip(np.trunc(v), -127, 127).astype(np.float64)
 
 
 def int8_scales(p, weights, outputs: int, per: int = 1):

@@ -1,5 +1,20 @@
 """com.microsoft MatMulNBits (weight-only block quantization, onnxruntime-genai's int4/int8 models)
--> ncnn Gemm with block-quantized B (18=quantize_term), or float weights with a one-line warning.
+-> ncnn Gemm, in the form graph.block_quant chooses (convert --block-quant, BLOCK_QUANT_MODES):
+- "int8" (default): weights requantized to int8 with one scale per output channel, ncnn's int8 Gemm
+  (18=2; its optimized kernels on x86 and ARM) and a BinaryOp applying the channel scales; the Gemm
+  quantizes each row of activations to int8 when it runs. Projection weights 1.6x their 4-bit size (8
+  bits against 4 + a float scale per 32), fast, within a stated deviation of onnxruntime (below).
+- "dequantize": float32 weights, the float Gemm: exact, 6.4x the 4-bit size.
+- "keep": the blocks as they are, Gemm's weight-only block quantization (below): exact and smallest,
+  but ncnn runs it as a reference loop (~20x slower than the float Gemm at 896x896).
+The int8 deviation: each weight moves by at most half a step of its channel's int8 grid (absmax / 254,
+1/16 of a 4-bit block step where the row's largest block sets it) and each activation by half a step
+of its row's (absmax / 254); onnxruntime's own CPU default for these models (accuracy_level 4) also
+quantizes activations to int8, per block. Measured: logits within 1.2-1.4e-2 of their largest magnitude
+over 32 tokens of the committed models (tests/decoders), 2.0e-2 at Qwen2.5-0.5B's shape (random weights,
+scripts/bench_decoder.py).
+
+"keep":
 
 MatMulNBits: B is N rows of K `bits`-wide unsigned values q, in blocks of block_size along K with
 one scale s each and a zero point z (default 2**(bits-1)); the weight is (q - z) * s. ncnn's Gemm
@@ -18,16 +33,36 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ncnn_side.gemm_block_quant import pack, quantize_term
+from converter.ncnn_side.int8_rounding import float2int8
 from ..ir import Graph, Node
 from . import LOWERINGS, lowers
 from .common import constant, fail, layer, new_tensor, optional_constant, reshape_layer
 
 
-def unpacked(node: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """q (N, K) as unsigned ints, zero points (N, blocks) and scales (N, blocks)."""
+BLOCK_QUANT_MODES = ("int8", "dequantize", "keep")
+ROWS = 4096         # rows unpacked at a time: a 150k-word lm_head's temporaries stay small
+NOTES = {
+    "int8": "MatMulNBits weights as int8 Gemm (--block-quant int8): 1.6x their 4-bit size, ncnn's fast int8 "
+            "kernels, activations quantized per row (logits within about 2e-2 of their scale from onnxruntime's); "
+            "--block-quant keep for the exact 4-bit blocks (smallest, ~20x slower Gemm)",
+    "dequantize": "MatMulNBits weights dequantized to float32 (--block-quant dequantize): exact and fast, "
+                  "6.4x their 4-bit size; --block-quant int8 is 1.6x",
+    "keep": "MatMulNBits blocks kept (--block-quant keep): exact and smallest, but ncnn runs block-quantized "
+            "Gemm as a reference loop (~20x slower than float); --block-quant int8 is fast at 1.6x the size",
+}
+
+
+def _note(graph: Graph, mode: str) -> None:
+    if NOTES[mode] not in graph.notes:
+        graph.notes.append(NOTES[mode])
+
+
+def unpacked(node: Node, graph: Graph, rows: slice = slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q (N, K) as unsigned ints, zero points (N, blocks) and scales (N, blocks), of `rows` only."""
     k, n, bits, block = (int(node.attrs[a]) for a in ("K", "N", "bits", "block_size"))
     blocks = -(-k // block)
-    raw = constant(graph, node, 1, "the quantized weight B").astype(np.uint8).reshape(n, -1)
+    raw = constant(graph, node, 1, "the quantized weight B").reshape(n, -1)[rows].astype(np.uint8)
+    n = raw.shape[0]
     if bits == 8:
         q = raw.astype(np.int32)
     elif bits in (2, 4):
@@ -37,18 +72,32 @@ def unpacked(node: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarr
     else:
         raise fail(node, graph, f"{bits}-bit weights; MatMulNBits packs 2, 4 or 8 bits")
     q = q[:, :blocks * block][:, :k]
-    scales = constant(graph, node, 2, "scales").astype(np.float32).reshape(n, blocks)
+    scales = constant(graph, node, 2, "scales").reshape(-1, blocks)[rows].astype(np.float32)
     zp = optional_constant(graph, node, 3, "zero points")
     if zp is None:
         zeros = np.full((n, blocks), 1 << (bits - 1), np.float32)
     elif zp.dtype == np.uint8:           # packed like B, rows padded to whole bytes
         per = 8 // bits
-        packed = zp.reshape(n, -1)
+        packed = zp.reshape(-1, zp.size // int(node.attrs["N"]))[rows]
         zeros = np.stack([(packed >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], axis=-1)
         zeros = zeros.reshape(n, -1)[:, :blocks].astype(np.float32)
     else:                                # float zero points (in units of q)
-        zeros = zp.astype(np.float32).reshape(n, blocks)
+        zeros = zp.astype(np.float32).reshape(-1, blocks)[rows]
     return q, zeros, scales
+
+
+def dequantized(node: Node, graph: Graph, rows: slice = slice(None)) -> np.ndarray:
+    """The weight (rows of N, K) in float32: (q - zero) * scale of each value's block (or g_idx group)."""
+    q, zeros, scales = unpacked(node, graph, rows)
+    k, block = q.shape[1], int(node.attrs["block_size"])
+    g_idx = optional_constant(graph, node, 4, "g_idx")
+    groups = np.arange(k) // block if g_idx is None else np.asarray(g_idx, np.int64).ravel()[:k]
+    return ((q - zeros[:, groups]) * scales[:, groups]).astype(np.float32)
+
+
+def _row_chunks(node: Node):
+    n = int(node.attrs["N"])
+    return [slice(r, min(r + ROWS, n)) for r in range(0, n, ROWS)]
 
 
 def _same_packing(graph: Graph, node: Node) -> list[Node] | None:
@@ -88,12 +137,29 @@ def _ncnn_form(q, zeros, bits: int, block: int):
 
 @lowers("MatMulNBits")
 def matmul_nbits(graph: Graph, node: Node) -> list[Node]:
-    k, n, bits, block = (int(node.attrs[a]) for a in ("K", "N", "bits", "block_size"))
-    a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    k = int(node.attrs["K"])
+    a = graph.tensors[node.inputs[0]]
     if a.shape is None or a.shape[-1] != k:
         raise fail(node, graph, f"input '{a.name}' of shape {a.shape} does not end in K={k}")
+    mode = graph.block_quant
+    if mode == "keep":
+        return _kept(graph, node)
+    if len(a.ncnn_shape) not in (1, 2):
+        graph.warnings.append(f"{node.describe()}: a {len(a.ncnn_shape)}-D input; ncnn's int8 Gemm takes rows, "
+                              f"the weights are dequantized to float32 ({4 * k * int(node.attrs['N']) / 1e6:.1f} MB)")
+        mode = "dequantize"
+    _note(graph, mode)
+    bias = optional_constant(graph, node, 5, "bias")
+    return _int8(graph, node, bias) if mode == "int8" else _float(graph, node, bias)
+
+
+def _kept(graph: Graph, node: Node) -> list[Node]:
+    """Gemm's weight-only block quantization where it computes the same, else float32 with a warning."""
+    k, n, bits, block = (int(node.attrs[a]) for a in ("K", "N", "bits", "block_size"))
+    a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     fast = _same_packing(graph, node)
     if fast is not None:
+        _note(graph, "keep")
         return fast
     q, zeros, scales = unpacked(node, graph)
     g_idx = optional_constant(graph, node, 4, "g_idx")
@@ -106,26 +172,58 @@ def matmul_nbits(graph: Graph, node: Node) -> list[Node]:
                f"{bits}-bit weights in blocks of {block}" + (" with zero points" if bits == 4 else ""))
         graph.warnings.append(f"{node.describe()}: {why} have no exact ncnn Gemm block quantization; "
                               f"its weights are dequantized to float32 ({4 * k * n / 1e6:.1f} MB)")
-        return _float(graph, node, q, zeros, scales, block, bias)
+        return _float(graph, node, bias)
+    _note(graph, "keep")
     ncnn_bits, ncnn_block, repeat = form
     signed = q - zeros.astype(np.int32).repeat(block, axis=1)[:, :k]
     inverse = (np.float32(1) / np.repeat(scales, repeat, axis=1)[:, :-(-k // ncnn_block)]).astype(np.float32)
     params = {2: 0, 3: 1, 4: 0, 5: 1, 6: int(bias is not None), 7: 0, 8: n, 9: k,
               10: 4 if bias is not None else 0, 18: quantize_term(ncnn_bits, ncnn_block)}
     weights = [np.zeros(1, np.float32)] + ([bias.astype(np.float32)] if bias is not None else []) + [inverse]
+    return _rows_gemm(graph, node, params, weights, pack(signed, ncnn_bits))   # raw packed bytes, kept int8
+
+
+def _rows_gemm(graph: Graph, node: Node, params: dict, weights: list, b: np.ndarray) -> list[Node]:
+    """A Gemm over the input's rows with constant B `b` (int8 kept as such), reshaped back for a 1-D input."""
+    a, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     two_d = len(a.ncnn_shape) == 2
-    target = out.name if two_d else new_tensor(graph, f"{out.name}_rows", (1, n), None)
+    target = out.name if two_d else new_tensor(graph, f"{out.name}_rows", (1, int(node.attrs["N"])), None)
     gemm = layer(node, graph, "Gemm", [a.name], [target], params, weights=weights)
-    gemm.weights[0] = pack(signed, ncnn_bits)            # raw packed bytes, kept int8
+    gemm.weights[0] = b
     if two_d:
         return [gemm]
     return [gemm, reshape_layer(graph, node, target, out.name, {}, suffix="_vector")]
 
 
-def _float(graph: Graph, node: Node, q, zeros, scales, block: int, bias) -> list[Node]:
-    k = q.shape[1]
-    w = ((q - zeros.repeat(block, axis=1)[:, :k]) * scales.repeat(block, axis=1)[:, :k]).astype(np.float32)
-    weight = graph.add_constant(f"{node.name}_dequantized", np.ascontiguousarray(w.T)).name
+def _int8(graph: Graph, node: Node, bias) -> list[Node]:
+    """Per output channel int8 weights (scale 127 / the row's largest magnitude, float2int8 as ncnn's
+    quantize_to_int8) in an int8 Gemm (18=2, B scale 1), then a multiply by 1 / each channel's scale;
+    the bias enters the Gemm as C = bias * scale so that the multiply gives it back."""
+    k, n = int(node.attrs["K"]), int(node.attrs["N"])
+    q8, scales = np.empty((n, k), np.int8), np.empty(n, np.float32)
+    for rows in _row_chunks(node):
+        w = dequantized(node, graph, rows)
+        absmax = np.abs(w).max(axis=1)
+        scales[rows] = np.where(absmax == 0, 1, np.float32(127) / np.where(absmax == 0, 1, absmax))
+        q8[rows] = float2int8(w, scales[rows, None]).astype(np.int8)
+    params = {2: 0, 3: 1, 4: 0, 5: 1, 6: int(bias is not None), 7: 0, 8: n, 9: k,
+              10: 4 if bias is not None else 0, 18: 2}
+    c = [(bias.astype(np.float32) * scales).astype(np.float32)] if bias is not None else []
+    out = node.outputs[0]
+    unscaled = new_tensor(graph, f"{out}_int8", graph.tensors[out].shape, graph.tensors[out].batch_axis)
+    inner = Node(node.name, node.op, [node.inputs[0]], [unscaled], node.attrs, origin=node.origin or node.name)
+    layers = _rows_gemm(graph, inner, params, [np.zeros(1, np.int8)] + c + [np.ones(1, np.float32)], q8)
+    descale = graph.add_constant(f"{node.name}_channel_scales", (np.float32(1) / scales).astype(np.float32)).name
+    return layers + LOWERINGS["Mul"](graph, Node(f"{node.name}_descale", "Mul", [unscaled, descale], [out], {},
+                                                 origin=node.origin or node.name))
+
+
+def _float(graph: Graph, node: Node, bias) -> list[Node]:
+    k, n = int(node.attrs["K"]), int(node.attrs["N"])
+    w = np.empty((k, n), np.float32)                   # MatMul's (K, N), filled a slice of rows at a time
+    for rows in _row_chunks(node):
+        w[:, rows] = dequantized(node, graph, rows).T
+    weight = graph.add_constant(f"{node.name}_dequantized", w).name
     out = node.outputs[0]
     mm_out = out if bias is None else new_tensor(graph, f"{out}_nobias", graph.tensors[out].shape,
                                                  graph.tensors[out].batch_axis)

@@ -22,6 +22,12 @@ def block_quantized(p) -> bool:
     return term // 100 in (4, 6, 8) and term % 100 // 10 in (0, 1) and term % 10 in BLOCK_SIZES
 
 
+def int8_gemm(p) -> bool:
+    """quantize_term 1..399: ncnn's int8 Gemm (gemm.cpp forward_int8): a constant A int8 with one scale
+    per row, a constant B int8 with one scale; runtime operands quantized when the layer runs."""
+    return 0 < int(p.quantize_term) < 400
+
+
 def quant_bits(p) -> int:
     return int(p.quantize_term) // 100
 

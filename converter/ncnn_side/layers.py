@@ -7,10 +7,11 @@ copies (ncnn's `kernel_h` defaults to `kernel_w`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from converter.ncnn_side.gemm_block_quant import block_scale_count, input_scaled_b, packed_b, packed_k_bytes
+from converter.ncnn_side.gemm_block_quant import block_scale_count, input_scaled_b, int8_gemm, packed_b, packed_k_bytes
 
 INT, FLOAT, INTS, FLOATS, STR = "int", "float", "ints", "floats", "str"
 FP16_FLAG = 0x01306B47
@@ -80,12 +81,7 @@ def layer(type_: str, *params: tuple, weights: tuple[WeightSpec, ...] = ()) -> N
 
 
 def _numel(*names: str) -> Callable[[Params], int]:
-    def count(p: Params) -> int:
-        n = 1
-        for name in names:
-            n *= max(int(p[name]), 1)
-        return n
-    return count
+    return lambda p: math.prod(max(int(p[name]), 1) for name in names)
 
 
 _has_bias = lambda p: bool(p.bias_term)  # noqa: E731
@@ -204,21 +200,22 @@ layer("Interp", (0, "resize_type", INT, 0), (1, "height_scale", FLOAT, 1.0),
       (5, "dynamic_target_size", INT, 0), (6, "align_corner", INT, 0), (9, "size_expr", STR, ""))
 layer("Reduction", (0, "operation", INT, 0), (1, "reduce_all", INT, 1), (2, "coeff", FLOAT, 1.0),
       (3, "axes", INTS, ()), (4, "keepdims", INT, 0), (5, "fixbug0", INT, 0))
-# 18=quantize_term 4xx/6xx/8xx: weight-only block-quantized B (converter/ncnn_side/gemm_block_quant.py)
+# 18=quantize_term: 4xx/6xx/8xx weight-only block-quantized B, 1..399 int8 (converter/ncnn_side/gemm_block_quant.py)
 layer("Gemm", (0, "alpha", FLOAT, 1.0), (1, "beta", FLOAT, 1.0), (2, "transA", INT, 0), (3, "transB", INT, 0),
       (4, "constantA", INT, 0), (5, "constantB", INT, 0), (6, "constantC", INT, 0), (7, "constantM", INT, 0),
       (8, "constantN", INT, 0), (9, "constantK", INT, 0), (10, "constant_broadcast_type_C", INT, 0),
       (11, "output_N1M", INT, 0), (12, "output_elempack", INT, 0), (13, "output_elemtype", INT, 0),
       (14, "output_transpose", INT, 0), (18, "quantize_term", INT, 0),
       weights=(WeightSpec("A", _numel("constantM", "constantK"), flagged=True, present=lambda p: bool(p.constantA)),
-               WeightSpec("B", _numel("constantN", "constantK"), flagged=True,
-                          present=lambda p: bool(p.constantB) and not packed_b(p)),
+               WeightSpec("B", _numel("constantN", "constantK"), flagged=True, present=lambda p: p.constantB and not packed_b(p)),
                WeightSpec("B_packed", lambda p: packed_k_bytes(p) * p.constantN, raw="i1", present=packed_b),
                WeightSpec("C", lambda p: {0: 1, 1: p.constantM, 2: p.constantM, 3: p.constantM * p.constantN,
                                           4: p.constantN}[p.constant_broadcast_type_C],
                           flagged=True, present=lambda p: bool(p.constantC) and p.constant_broadcast_type_C != -1),
                WeightSpec("B_quantize_scales", block_scale_count, present=packed_b),
-               WeightSpec("B_input_scales", _numel("constantK"), present=input_scaled_b)))
+               WeightSpec("B_input_scales", _numel("constantK"), present=input_scaled_b),
+               WeightSpec("A_int8_scales", _numel("constantM"), present=lambda p: int8_gemm(p) and p.constantA),
+               WeightSpec("B_int8_scale", lambda p: 1, present=lambda p: int8_gemm(p) and p.constantB)))
 
 # Recurrent layers (lstm.cpp, gru.cpp, rnn.cpp): every buffer is read with a type tag, one
 # block per direction; gates in ncnn's order (LSTM I F O G, GRU R U N)

@@ -260,7 +260,8 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            broadcast_fix: bool = True, progress: Callable[[str], None] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
            precision: str = "fp32", int8: str = "exact", float_model=None, target_ncnn: int | None = None,
-           ncnn_python: str | None = None, outputs: list[str] | None = None, host_tail: bool = False) -> VerifyReport:
+           ncnn_python: str | None = None, outputs: list[str] | None = None, host_tail: bool = False,
+           block_quant: str = "int8") -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
     layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
@@ -282,7 +283,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    options = ConvertOptions(broadcast_fix, None, None, int8, False, target_ncnn)
+    options = ConvertOptions(broadcast_fix, None, None, int8, False, target_ncnn, block_quant)
     try:
         converted = convert_with_tail(subgraph(proto, outputs) if outputs else proto, checker_warnings, host_tail,
                                       options)

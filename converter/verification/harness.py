@@ -295,11 +295,12 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         inputs=inputs, outputs=outputs, fixed=fixed, tail_block=tail_block,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
-    return with_generation(text, io, script.name)
+    int8_gemm = any(n.op == "Gemm" and 0 < int(n.params.get(18, 0)) < 400 for n in model.graph.topological())
+    return with_generation(text, io, script.name, int8_gemm)
 
 
-def with_generation(text: str, io: dict, script_name: str) -> str:
+def with_generation(text: str, io: dict, script_name: str, int8_gemm: bool = False) -> str:
     """A decoder step's script also generates tokens (converter/verification/harness_generate.py)."""
-    block = generate_block(io, script_name)
+    block = generate_block(io, script_name, int8_gemm)
     tail = '\n\nif __name__ == "__main__":'
     return text if block is None else text.replace(tail, block + tail)

@@ -29,12 +29,13 @@ def past_names(path: Path) -> list[str]:
 class Pair:
     """The prompt and decode conversions of one model, saved under `folder`."""
 
-    def __init__(self, path: Path, folder: Path):
+    def __init__(self, path: Path, folder: Path, block_quant: str = "int8"):
         groups, dim = head_config(path)
         self.pasts = past_names(path)
-        self.decode = converter.convert(str(path))
+        self.decode = converter.convert(str(path), block_quant=block_quant)
         # one past given an empty sequence makes the prompt file: every past is dropped
-        self.prompt = converter.convert(str(path), input_shapes={self.pasts[0]: [1, groups, 0, dim]})
+        self.prompt = converter.convert(str(path), input_shapes={self.pasts[0]: [1, groups, 0, dim]},
+                                        block_quant=block_quant)
         self.files = {}
         for tag, model in (("prompt", self.prompt), ("decode", self.decode)):
             param, bin_ = folder / f"{tag}.ncnn.param", folder / f"{tag}.ncnn.bin"
@@ -74,6 +75,7 @@ def generate(path: Path, pair: Pair, runner: NcnnRunner | None, tokens: int = 12
         steps.append({"diff": {k: float(np.max(np.abs(ours[k] - ref[k]))) for k in names},
                       "scale": {k: float(np.max(np.abs(ref[k]))) for k in names},
                       "tokens": (int(ref["logits"][0, -1].argmax()), int(ours["logits"][0, -1].argmax())),
+                      "margin": float(np.subtract(*np.sort(ref["logits"][0, -1])[:-3:-1])),   # best - second
                       "past": past, "new": ids.shape[1]})
         ref_cache = {p: ref[p.replace("past_key_values", "present")] for p in pair.pasts}
         our_cache = {p: ours[p.replace("past_key_values", "present")] for p in pair.pasts}

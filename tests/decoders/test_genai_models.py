@@ -1,7 +1,8 @@
 """onnxruntime-genai model-builder decoders (models/decoders_genai, scripts/export_genai.py) convert to
 ncnn's LLM form and generate as onnxruntime does: a prompt of 5 tokens, a chunk of 3 tokens on a
 past, then single tokens, each step's cache carried from our own previous outputs, in the real ncnn
-runtime (a child process) and the interpreter."""
+runtime (a child process) and the interpreter. The int4 models' MatMulNBits in each --block-quant
+form: keep (exact), int8 (the default: within a stated deviation) and dequantize (exact)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -26,10 +27,10 @@ def runner():
 def pairs(tmp_path_factory):
     cache = {}
 
-    def get(name: str) -> Pair:
-        if name not in cache:
-            cache[name] = Pair(MODELS / f"{name}.onnx", tmp_path_factory.mktemp(name))
-        return cache[name]
+    def get(name: str, block_quant: str = "keep") -> Pair:
+        if (name, block_quant) not in cache:
+            cache[name, block_quant] = Pair(MODELS / f"{name}.onnx", tmp_path_factory.mktemp(name), block_quant)
+        return cache[name, block_quant]
     return get
 
 
@@ -67,3 +68,41 @@ def test_ncnn_llm_form(name, pairs):
     assert not {"Reduction", "Cast", "Softmax", "MatMul"} & set(layers)
     prompt_layers = Counter(n.op for n in pair.prompt.graph.topological())
     assert prompt_layers["Concat"] == 0 and not any(i.startswith("past") for i in pair.prompt.graph.inputs)
+
+
+INT8_LOGITS = 2e-2      # --block-quant int8: logits within this fraction of their largest magnitude
+
+
+@pytest.mark.parametrize("name, block_quant", [("qwen2_int4", "int8"), ("llama_int4_b64", "int8"),
+                                               ("qwen2_int4_tied", "dequantize")])
+def test_block_quant_modes(name, block_quant, pairs, runner):
+    """int8: every projection an int8 Gemm (18=2) and its channel scales (a BinaryOp); dequantize: float
+    Gemms. Generated in real ncnn, against onnxruntime: the logits within INT8_LOGITS (int8) or 1e-4
+    (dequantize) of their scale, and the same token wherever onnxruntime's best two logits are further
+    apart than twice that."""
+    pair = pairs(name, block_quant)
+    nodes = pair.decode.graph.topological()
+    gemms = [n for n in nodes if n.op == "Gemm"]
+    assert len(gemms) == 11 and {n.params.get(18, 0) for n in gemms} == {2 if block_quant == "int8" else 0}
+    if block_quant == "int8":
+        consumers = {i: n for n in nodes for i in n.inputs}
+        assert all(consumers[g.outputs[0]].op == "BinaryOp" and consumers[g.outputs[0]].params.get(0) == 2
+                   for g in gemms)
+    assert any(f"--block-quant {block_quant}" in note for note in pair.decode.stats["notes"])
+    tolerance = INT8_LOGITS if block_quant == "int8" else 1e-4
+    steps = generate(MODELS / f"{name}.onnx", pair, runner)
+    for s in steps:
+        assert s["diff"]["logits"] <= tolerance * s["scale"]["logits"], s
+        if s["margin"] > 2 * tolerance * s["scale"]["logits"]:
+            assert s["tokens"][0] == s["tokens"][1], s
+    assert sum(s["tokens"][0] == s["tokens"][1] for s in steps) >= len(steps) - 1
+
+
+def test_generated_check_allows_the_int8_deviation(pairs, tmp_path):
+    """The <stem>_ncnn.py --generate --check of an int8 file compares at the stated deviation; exact
+    files keep 1e-4."""
+    from converter.verification.harness import harness_script
+    path = MODELS / "qwen2_int4.onnx"
+    texts = {mode: harness_script(pairs("qwen2_int4", mode).decode, tmp_path / "m.ncnn.param",
+                                  tmp_path / "m.ncnn.bin", path, {}, {}) for mode in ("int8", "keep")}
+    assert f"LOGITS_RTOL = {INT8_LOGITS!r}" in texts["int8"] and "LOGITS_RTOL = 0.0001" in texts["keep"]

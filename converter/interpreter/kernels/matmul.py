@@ -7,6 +7,7 @@ from converter.interpreter import int8
 from ..registry import fail, kernel, shape_str
 from .activation import fused_activation
 from .gemm_block_quant import block_quantized, gemm_block_quantized
+from .gemm_int8 import gemm_int8, int8_gemm
 
 F32 = np.float32
 
@@ -76,6 +77,8 @@ def _constant_c(p, data: np.ndarray, m: int, n: int) -> np.ndarray:
 def gemm(p, weights, *inputs):
     if block_quantized(p):
         return gemm_block_quantized(p, weights, *inputs)
+    if int8_gemm(p):
+        return gemm_int8(p, weights, inputs, _c_term, _matrix)
     weights, inputs = list(weights), list(inputs)
     if p.constantA:
         k_m = (p.constantK, p.constantM) if p.transA else (p.constantM, p.constantK)
