@@ -26,11 +26,11 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.ncnn_side.axes import MAX_NCNN_RANK
+from converter.op_table import OpTable
 from converter.shapes.batch_axis import RULES
 
 AVG = 1                       # ncnn Pooling's pooling_type
 MAX_MATRIX = 1 << 23          # elements (float32) of the coefficients of one region tensor
-LINEAR = {"Identity", "Transpose", "Where", "Gather", "Add", "Sub", "Mul", "Div", "ReduceSum", "ReduceMean"}
 
 
 @dataclass
@@ -63,74 +63,102 @@ def _on_own_axes(graph: Graph, name: str, pos: list, shape: tuple) -> np.ndarray
     return full[index]
 
 
+# how each linear op makes a region tensor from region tensors (None where it is not linear in them)
+STEPS = OpTable("window-region step")
+
+
 def _step(graph: Graph, node: Node, lins: dict[str, Lin]) -> Lin | None:
     """The region tensor `node` makes from region tensors, or None where it is not linear in them."""
     out = graph.tensors[node.outputs[0]]
     if out.shape is None or None in out.shape or len(node.outputs) != 1:
         return None
-    ins = [lins.get(i) for i in node.inputs]
-    op = node.op
-    if op == "Identity":
-        return ins[0]
-    if op == "Transpose":
-        lin = ins[0]
-        perm = list(node.attrs.get("perm") or reversed(range(len(lin.pos))))
-        own = [i for i, p in enumerate(lin.pos) if p is None]
-        order = [own.index(p) for p in perm if lin.pos[p] is None]
-        coef = lin.coef.transpose(*order, *range(len(own), lin.coef.ndim))
-        return Lin([lin.pos[p] for p in perm], coef)
-    if op in ("Add", "Sub"):
-        if None in ins or ins[0].pos != ins[1].pos or ins[0].coef.shape != ins[1].coef.shape:
-            return None
-        return Lin(ins[0].pos, ins[0].coef + ins[1].coef if op == "Add" else ins[0].coef - ins[1].coef)
-    if op in ("Mul", "Div"):
-        slot = 0 if ins[0] is not None else 1
-        lin, other = ins[slot], node.inputs[1 - slot]
-        if lin is None or (op == "Div" and slot == 1) or ins[1 - slot] is not None:
-            return None
-        factor = _on_own_axes(graph, other, lin.pos, out.shape)
-        if factor is None or graph.tensors[node.inputs[slot]].shape != out.shape:
-            return None
-        factor = factor.astype(np.float32)[(...,) + (None,) * (lin.coef.ndim - factor.ndim)]
-        return Lin(lin.pos, lin.coef * factor if op == "Mul" else lin.coef / factor)
-    if op == "Where":
-        slot = 1 if ins[1] is not None else 2
-        lin, zero = ins[slot], graph.value(node.inputs[3 - slot])
-        if lin is None or ins[0] is not None or zero is None or np.any(zero != 0):
-            return None
-        cond = _on_own_axes(graph, node.inputs[0], lin.pos, out.shape)
-        if cond is None or graph.tensors[node.inputs[slot]].shape != out.shape:
-            return None
-        keep = cond.astype(bool) if slot == 1 else ~cond.astype(bool)
-        return Lin(lin.pos, lin.coef * keep[(...,) + (None,) * (lin.coef.ndim - keep.ndim)])
-    if op == "Gather":
-        lin, index = ins[0], graph.value(node.inputs[1])
-        if lin is None or index is None or index.ndim > 1 or lin.pos[node.attrs.get("axis", 0)] is not None:
-            return None
-        axis = node.attrs.get("axis", 0) % len(lin.pos)
-        own = lin.pos[:axis].count(None)
-        extent = lin.coef.shape[own]
-        coef = np.take(lin.coef, np.where(index < 0, index + extent, index), axis=own)
-        pos = lin.pos[:axis] + [None] * index.ndim + lin.pos[axis + 1:]
-        return Lin(pos, coef)
-    if op in ("ReduceSum", "ReduceMean"):
-        lin = ins[0]
-        if lin is None:
-            return None
-        axes = node.attrs.get("axes")
-        if axes is None and len(node.inputs) > 1 and node.inputs[1]:
-            axes = graph.value(node.inputs[1])
-        if axes is None or len(axes) == 0:
-            return None
-        axes = sorted({int(a) % len(lin.pos) for a in axes})
-        if any(lin.pos[a] is not None for a in axes):
-            return None
-        own = tuple(lin.pos[:a].count(None) for a in axes)
-        keep = bool(node.attrs.get("keepdims", 1))
-        coef = (np.sum if op == "ReduceSum" else np.mean)(lin.coef, axis=own, keepdims=keep)
-        pos = lin.pos if keep else [p for a, p in enumerate(lin.pos) if a not in axes]
-        return Lin(pos, coef)
-    return None
+    step = STEPS.get(node.op)
+    return None if step is None else step(graph, node, [lins.get(i) for i in node.inputs], out)
+
+
+@STEPS.register("Identity")
+def _identity(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    return ins[0]
+
+
+@STEPS.register("Transpose")
+def _transpose(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    lin = ins[0]
+    perm = list(node.attrs.get("perm") or reversed(range(len(lin.pos))))
+    own = [i for i, p in enumerate(lin.pos) if p is None]
+    order = [own.index(p) for p in perm if lin.pos[p] is None]
+    coef = lin.coef.transpose(*order, *range(len(own), lin.coef.ndim))
+    return Lin([lin.pos[p] for p in perm], coef)
+
+
+@STEPS.register("Add", "Sub")
+def _add(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    if None in ins or ins[0].pos != ins[1].pos or ins[0].coef.shape != ins[1].coef.shape:
+        return None
+    return Lin(ins[0].pos, ins[0].coef + ins[1].coef if node.op == "Add" else ins[0].coef - ins[1].coef)
+
+
+@STEPS.register("Mul", "Div")
+def _scale(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    """A region tensor times (or over) a constant that varies along its own axes only."""
+    slot = 0 if ins[0] is not None else 1
+    lin, other = ins[slot], node.inputs[1 - slot]
+    if lin is None or (node.op == "Div" and slot == 1) or ins[1 - slot] is not None:
+        return None
+    factor = _on_own_axes(graph, other, lin.pos, out.shape)
+    if factor is None or graph.tensors[node.inputs[slot]].shape != out.shape:
+        return None
+    factor = factor.astype(np.float32)[(...,) + (None,) * (lin.coef.ndim - factor.ndim)]
+    return Lin(lin.pos, lin.coef * factor if node.op == "Mul" else lin.coef / factor)
+
+
+@STEPS.register("Where")
+def _where(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    """A region tensor where a constant mask holds, zero elsewhere: short windows' padding dropped."""
+    slot = 1 if ins[1] is not None else 2
+    lin, zero = ins[slot], graph.value(node.inputs[3 - slot])
+    if lin is None or ins[0] is not None or zero is None or np.any(zero != 0):
+        return None
+    cond = _on_own_axes(graph, node.inputs[0], lin.pos, out.shape)
+    if cond is None or graph.tensors[node.inputs[slot]].shape != out.shape:
+        return None
+    keep = cond.astype(bool) if slot == 1 else ~cond.astype(bool)
+    return Lin(lin.pos, lin.coef * keep[(...,) + (None,) * (lin.coef.ndim - keep.ndim)])
+
+
+@STEPS.register("Gather")
+def _gather(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    """Constant indices along one of the region tensor's own axes."""
+    lin, index = ins[0], graph.value(node.inputs[1])
+    if lin is None or index is None or index.ndim > 1 or lin.pos[node.attrs.get("axis", 0)] is not None:
+        return None
+    axis = node.attrs.get("axis", 0) % len(lin.pos)
+    own = lin.pos[:axis].count(None)
+    extent = lin.coef.shape[own]
+    coef = np.take(lin.coef, np.where(index < 0, index + extent, index), axis=own)
+    pos = lin.pos[:axis] + [None] * index.ndim + lin.pos[axis + 1:]
+    return Lin(pos, coef)
+
+
+@STEPS.register("ReduceSum", "ReduceMean")
+def _reduce(graph: Graph, node: Node, ins: list, out: Tensor) -> Lin | None:
+    """A sum or mean over some of the region tensor's own axes (the window axes)."""
+    lin = ins[0]
+    if lin is None:
+        return None
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        axes = graph.value(node.inputs[1])
+    if axes is None or len(axes) == 0:
+        return None
+    axes = sorted({int(a) % len(lin.pos) for a in axes})
+    if any(lin.pos[a] is not None for a in axes):
+        return None
+    own = tuple(lin.pos[:a].count(None) for a in axes)
+    keep = bool(node.attrs.get("keepdims", 1))
+    coef = (np.sum if node.op == "ReduceSum" else np.mean)(lin.coef, axis=own, keepdims=keep)
+    pos = lin.pos if keep else [p for a, p in enumerate(lin.pos) if a not in axes]
+    return Lin(pos, coef)
 
 
 def _region(graph: Graph, gather: Node, order: dict[str, int]) -> dict[str, Lin] | None:
@@ -150,7 +178,7 @@ def _region(graph: Graph, gather: Node, order: dict[str, int]) -> dict[str, Lin]
     readers: list[Node] = []
     while pending:
         for reader in graph.consumers(pending.pop()):
-            if reader.name not in seen and reader.op in LINEAR and not reader.ncnn:
+            if reader.name not in seen and reader.op in STEPS and not reader.ncnn:
                 seen.add(reader.name)
                 readers.append(reader)
                 pending.extend(reader.outputs)

@@ -18,11 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node
+from converter.op_table import OpTable
 from converter.shapes.runtime_fill import express_expand, express_fill, express_range, express_size_value
 from converter.shapes.shape_math import BINARY, ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, known_value, pin_refs
 
 from .infer_shapes import infer_shapes
+
+# what each op does with run-time sizes among its inputs: True where it now keeps them as terms
+EXPRESSIONS = OpTable("run-time size expression")
 
 # a Shape read from a tensor downstream of an expressed Reshape waits for the next round, so rounds
 # follow chains of such blocks (a transformer layer each); each round is one linear walk
@@ -36,23 +40,25 @@ def _express_reshapes(graph: Graph) -> int:
         if node.ncnn:
             continue
         math.visit(node)
-        if node.op == "Reshape" and len(node.inputs) > 1 and node.inputs[1] in math.terms \
-                and graph.tensors[node.inputs[0]].rank is not None:     # else: next round, once inferred
-            _express(graph, node, math.terms[node.inputs[1]])
-            expressed += 1
-        elif node.op == "Slice":
-            expressed += _express_slice(graph, node, math)
-        elif node.op == "Resize":
-            expressed += _express_resize(graph, node, math)
-        elif node.op == "Pad":
-            expressed += _express_pad(graph, node, math)
-        else:
-            expressed += _express_fill(graph, node, math)
+        express = EXPRESSIONS.get(node.op)         # ops without an entry read no run-time sizes here
+        if express is not None:
+            expressed += express(graph, node, math)
     if expressed:
         remove_dead_shape_math(graph, set(math.terms))
     return expressed
 
 
+@EXPRESSIONS.register("Reshape")
+def _express_reshape(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A Reshape to a shape-math target keeps its terms (ncnn Reshape 6= shape_expr)."""
+    if len(node.inputs) > 1 and node.inputs[1] in math.terms \
+            and graph.tensors[node.inputs[0]].rank is not None:     # else: next round, once inferred
+        _express(graph, node, math.terms[node.inputs[1]])
+        return True
+    return False
+
+
+@EXPRESSIONS.register("Slice")
 def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
     """A Slice of data whose starts or ends are run-time sizes keeps them as terms (lowered to Crop
     19/20/21 expressions); axes and steps must be constants, steps 1."""
@@ -78,6 +84,7 @@ def _express_slice(graph: Graph, node: Node, math: ShapeMath) -> bool:
     return True
 
 
+@EXPRESSIONS.register("Resize")
 def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
     """A Resize to sizes computed from run-time extents (`F.interpolate(x, size=skip.shape[-2:])`)
     keeps them as terms, one per axis of its input (lowered to Interp's 9= size expression)."""
@@ -102,6 +109,7 @@ def _express_resize(graph: Graph, node: Node, math: ShapeMath) -> bool:
     return True
 
 
+@EXPRESSIONS.register("Pad")
 def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
     """A Pad by amounts computed from run-time extents (the classic U-Net's `F.pad(up, [dx // 2, ...])`)
     keeps them as terms; resolve_symbolic_extents makes it a crop where they can never be positive."""
@@ -117,18 +125,39 @@ def _express_pad(graph: Graph, node: Node, math: ShapeMath) -> bool:
     return True
 
 
-def _express_fill(graph: Graph, node: Node, math: ShapeMath) -> bool:
-    """Float tensors sized by shape math: filled tensors, index ranges, expansions."""
-    sizes = [math.terms.get(i) if i else None for i in node.inputs]
-    if node.op == "ConstantOfShape" and sizes and sizes[0] is not None:
-        return express_fill(graph, node, sizes[0])
-    if node.op == "Range" and len(sizes) == 3 and sizes[1] is not None and len(sizes[1]) == 1:
-        return express_range(graph, node, sizes[1][0])
-    if node.op == "Expand" and len(sizes) == 2 and sizes[1] is not None:
-        return express_expand(graph, node, sizes[1])
-    if node.op in BINARY and len(sizes) == 2 and (sizes[0] is None) != (sizes[1] is None):
+@EXPRESSIONS.register("ConstantOfShape")
+def _express_constant_of_shape(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """A float tensor filled to a run-time shape."""
+    sizes = math.terms.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    return express_fill(graph, node, sizes) if sizes is not None else False
+
+
+@EXPRESSIONS.register("Range")
+def _express_range(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """An index range up to a run-time limit."""
+    sizes = _sizes(node, math)
+    return express_range(graph, node, sizes[1][0]) if len(sizes) == 3 and sizes[1] is not None \
+        and len(sizes[1]) == 1 else False
+
+
+@EXPRESSIONS.register("Expand")
+def _express_expand(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """An expansion to a run-time shape."""
+    sizes = _sizes(node, math)
+    return express_expand(graph, node, sizes[1]) if len(sizes) == 2 and sizes[1] is not None else False
+
+
+@EXPRESSIONS.register(*BINARY)
+def _express_size_value(graph: Graph, node: Node, math: ShapeMath) -> bool:
+    """Data arithmetic with one run-time size as an operand."""
+    sizes = _sizes(node, math)
+    if len(sizes) == 2 and (sizes[0] is None) != (sizes[1] is None):
         return express_size_value(graph, node, sizes, math)
     return False
+
+
+def _sizes(node: Node, math: ShapeMath) -> list:
+    return [math.terms.get(i) if i else None for i in node.inputs]
 
 
 def _express(graph: Graph, node: Node, terms: list[Term]) -> None:

@@ -53,13 +53,16 @@ def _syntax(obj) -> ast.AST:
 
 def _ignored(tree: ast.AST) -> set[int]:
     """ids of string constants that only test or pick: comparisons, subscripts, dict keys,
-    f-string parts, docstrings."""
+    OpTable register() keys, f-string parts, docstrings."""
     skip: set[ast.AST] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Compare, ast.JoinedStr)):
             skip.update(ast.walk(node))
         elif isinstance(node, ast.Subscript):
             skip.update(ast.walk(node.slice))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register":
+            for arg in node.args:        # an OpTable's keys pick ops, as dict keys do
+                skip.update(ast.walk(arg))
         elif isinstance(node, ast.Dict):
             for key in node.keys:
                 skip.update(ast.walk(key) if key is not None else ())

@@ -27,7 +27,7 @@ from converter.onnx_side.resize import F32, ResizeMode, Unmodelled
 from converter.onnx_side.resize import axis_matrix as onnx_matrix
 from converter.onnx_side.resize import nearest_sources as onnx_nearest
 from converter.shapes.symbolic import RESIZE_RELATION, SHAPE_TERMS, Renderer, Term, extent, known_value, refs
-from converter.shapes.symbolic_shapes import evaluate
+from converter.shapes.term_arithmetic import evaluate
 
 from ..ir import ConversionError, Graph, Node
 from . import lowers

@@ -22,7 +22,8 @@ import numpy as np
 from converter.ir import Graph, Node, Tensor
 from converter.shapes.runtime_fill import FILL_VALUE
 from converter.shapes.symbolic import REFS, SHAPE_TERMS, Ref, refs
-from converter.shapes.symbolic_shapes import SymbolicShapes, evaluate
+from converter.shapes.symbolic_shapes import SymbolicShapes
+from converter.shapes.term_arithmetic import evaluate
 from converter.rewrite.patterns import scaled_matmul
 
 

@@ -9,7 +9,8 @@ from converter.ir import Graph, Node
 from converter.op_groups import BROADCASTING
 from converter.shapes.runtime_fill import FILL_VALUE
 from converter.shapes.symbolic import RESIZE_RELATION, SHAPE_TERMS, SLICE_TERMS, Term, op, pin_refs, pinned_inputs
-from converter.shapes.symbolic_shapes import SymbolicShapes, broadcast, numel
+from converter.shapes.symbolic_shapes import SymbolicShapes
+from converter.shapes.term_arithmetic import broadcast, numel
 
 PASS_VALUES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast", "Identity"}
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from converter.ir import Graph, Node, Tensor
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, op, pin_refs, pinned_inputs, refs
-from converter.shapes.symbolic_shapes import SymbolicShapes, evaluate
+from converter.shapes.symbolic_shapes import SymbolicShapes
+from converter.shapes.term_arithmetic import evaluate
 
 PROBES = range(1, 4097)      # the values of the one extent a pad reads that are tried
 MAX_PAD = 32                 # a larger bound pads every size by that much before the crop

@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from converter.shapes.symbolic import Ref, op
-from converter.shapes.symbolic_shapes import broadcast, evaluate, quotient
+from converter.shapes.term_arithmetic import broadcast, evaluate, quotient
 from onnx_cases import assert_one_file_many_sizes, make_model
 
 SEQ = Ref("x", 1)

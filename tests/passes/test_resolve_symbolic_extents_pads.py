@@ -10,7 +10,7 @@ from onnx import helper
 from converter import convert
 from converter.ir import ConversionError
 from converter.shapes.symbolic import Ref, op
-from converter.shapes.symbolic_shapes import broadcast, evaluate
+from converter.shapes.term_arithmetic import broadcast, evaluate
 from onnx_cases import assert_one_file_many_sizes, make_model
 
 I64 = lambda v: np.array(v, np.int64)  # noqa: E731
