@@ -27,7 +27,7 @@ import numpy as np
 from converter.ir import Graph, Node, Tensor
 from converter.ncnn_side.axes import MAX_NCNN_RANK
 from converter.op_table import OpTable
-from converter.shapes.batch_axis import RULES
+from converter.shapes.batch_axis import follow_batch_axis
 
 AVG = 1                       # ncnn Pooling's pooling_type
 MAX_MATRIX = 1 << 23          # elements (float32) of the coefficients of one region tensor
@@ -230,8 +230,7 @@ def _source(graph: Graph, gather: Node, carried: int, made: list[Node]) -> str:
     name = graph.fresh_name(f"{gather.outputs[0]}_source")
     step = Node(graph.fresh_name(f"{gather.name}_source"), "Transpose", [data.name], [name], {"perm": want},
                 origin=gather.origin or gather.name)
-    t = graph.add_tensor(Tensor(name, tuple(data.shape[a] for a in want), data.dtype))
-    t.batch_axis = RULES["Transpose"](graph, step, t)
+    follow_batch_axis(graph, step, graph.add_tensor(Tensor(name, tuple(data.shape[a] for a in want), data.dtype)))
     made.append(step)
     return name
 
@@ -294,8 +293,7 @@ def _materialize(graph: Graph, gather: Node, name: str, lin: Lin, carried: int, 
         step = Node(graph.fresh_name(f"{gather.name}_axis{axis}"), "MatMul", inputs, [result], {},
                     origin=gather.origin or gather.name)
         if not last:
-            t = graph.add_tensor(Tensor(result, tuple(shape), out.dtype))
-            t.batch_axis = RULES["MatMul"](graph, step, t)
+            follow_batch_axis(graph, step, graph.add_tensor(Tensor(result, tuple(shape), out.dtype)))
         made.append(step)
         current = result
     return tuple(shape) == tuple(out.shape)

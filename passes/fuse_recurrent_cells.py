@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.shapes.batch_axis import assign_batch_axes
 from converter.ir import Graph, Node, Tensor
 
 from converter.rewrite.fold import fold_node
@@ -250,6 +249,5 @@ def fuse_recurrent_cells(graph: Graph) -> dict:
             _rewrite(graph, chain)
             fused += len(chain)
     if fused:
-        graph.remove_unused_tensors()
-        assign_batch_axes(graph)
+        graph.remove_unused_tensors()      # (infer_shapes, next but one, assigns the new tensors' batch axes)
     return {"recurrent_cells_fused": fused}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.shapes.batch_axis import RULES, same_axis
+from converter.shapes.batch_axis import follow_batch_axis
 
 BUILDERS = {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SplitToSequence"}
 
@@ -38,8 +38,7 @@ def _add(graph: Graph, node: Node, op: str, inputs: list[str], shape, attrs=None
         graph.add_tensor(Tensor(out, shape, graph.tensors[inputs[0]].dtype))
     new = graph.add_node(Node(graph.fresh_name(node.name), op, inputs, [out], attrs or {},
                               origin=node.origin or node.name))
-    t = graph.tensors[out]
-    t.batch_axis = RULES.get(op, same_axis)(graph, new, t)
+    follow_batch_axis(graph, new, graph.tensors[out])
     return out
 
 
@@ -69,7 +68,7 @@ def _split(graph: Graph, node: Node) -> list[str] | None:
     split_node = graph.add_node(Node(graph.fresh_name(node.name), "Split", inputs, pieces, {"axis": axis},
                                      origin=node.origin or node.name))
     for piece in pieces:
-        graph.tensors[piece].batch_axis = RULES.get("Split", same_axis)(graph, split_node, graph.tensors[piece])
+        follow_batch_axis(graph, split_node, graph.tensors[piece])
     if not squeeze:
         return pieces
     axes = graph.add_constant(f"{node.name}_axis", np.array([axis], np.int64)).name

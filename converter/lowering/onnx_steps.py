@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converter.shapes.batch_axis import RULES, same_axis
+from converter.shapes.batch_axis import follow_batch_axis
 
 from ..ir import Graph, Node, Tensor
 from . import LOWERINGS
@@ -39,7 +39,7 @@ class OnnxSteps:
                 inputs = inputs + [self.graph.add_constant(f"{name}_arg", const).name]
             step = Node(f"{self.node.name}_{op.lower()}{k}", op, inputs, [out], attrs, origin=self.node.name)
             if not last:
-                t = self.graph.add_tensor(Tensor(out, shape, self.graph.tensors[inputs[0]].dtype))
-                t.batch_axis = RULES.get(op, same_axis)(self.graph, step, t)
+                follow_batch_axis(self.graph, step,
+                                  self.graph.add_tensor(Tensor(out, shape, self.graph.tensors[inputs[0]].dtype)))
             layers += LOWERINGS[op](self.graph, step)
         return layers

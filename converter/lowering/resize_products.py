@@ -25,7 +25,7 @@ from onnx.reference import ReferenceEvaluator
 
 from converter.onnx_side.resize import ResizeMode, Unmodelled
 from converter.onnx_side.resize import axis_matrix as onnx_matrix
-from converter.shapes.batch_axis import RULES, same_axis
+from converter.shapes.batch_axis import follow_batch_axis
 
 from ..ir import Graph, Node, Tensor
 from . import LOWERINGS
@@ -60,8 +60,7 @@ def resize_by_products(graph: Graph, node: Node, mode: ResizeMode, axes, by_size
         inputs = [current, weight] if i == rank - 1 else [weight, current]
         step = Node(f"{node.name}_axis{i}", "MatMul", inputs, [out], {}, origin=node.origin or node.name)
         if not last:
-            t = graph.add_tensor(Tensor(out, tuple(shape), x.dtype))
-            t.batch_axis = RULES.get("MatMul", same_axis)(graph, step, t)
+            follow_batch_axis(graph, step, graph.add_tensor(Tensor(out, tuple(shape), x.dtype)))
         layers += LOWERINGS["MatMul"](graph, step)
         current = out
     return layers

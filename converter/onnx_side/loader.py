@@ -35,7 +35,6 @@ from converter.onnx_side.qoperator_shapes import infer_with_qoperators, is_qoper
 from converter.onnx_side.user_inputs import MAX_INPUT_BYTES, apply_input_shapes, apply_input_values
 from converter.onnx_side.weight_dims import fix_input_dims_from_weights
 from converter.onnx_side.wire import truncated_at
-from converter.shapes.batch_axis import assign_batch_axes
 
 MIN_OPSET = 13      # older models are upgraded to this with onnx's version converter
 
@@ -248,8 +247,7 @@ def load_onnx_and_proto(model, input_shapes: dict[str, list[int]] | None = None,
 def graph_of_prepared(proto: onnx.ModelProto, warnings: list[str]) -> Graph:
     """The Graph of a model prepare_model has already read, checked and shape-inferred."""
     graph = build_graph(proto)
-    graph.warnings = warnings
-    assign_batch_axes(graph)
+    graph.warnings = warnings      # batch axes: passes/infer_shapes.py assigns them from the shapes recorded here
     return graph
 
 

@@ -8,7 +8,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from converter.ir import Graph, Node, Tensor
 from converter.onnx_side.defaults import fill_defaults
-from converter.shapes.batch_axis import RULES, same_axis
+from converter.shapes.batch_axis import follow_batch_axis
 
 
 def incomplete_shapes(graph: Graph, node: Node) -> bool:
@@ -85,14 +85,13 @@ def refine_shapes(graph: Graph, node: Node) -> bool:
     """Infer the node's output shapes again and re-derive batch axes; True if anything changed."""
     inferred = _infer(graph, node)
     changed = False
-    rule = RULES.get(node.op, same_axis)
     for out in filter(None, node.outputs):
         t = graph.tensors[out]
         before = (t.shape, t.dtype, t.batch_axis)
         found = inferred.get(out)
         if found is not None:
             t.shape, t.dtype = _merge(t.shape, found[0]), found[1]
-        t.batch_axis = rule(graph, node, t)
+        follow_batch_axis(graph, node, t)
         changed |= before != (t.shape, t.dtype, t.batch_axis)
     return changed
 

@@ -1,8 +1,14 @@
-"""Which ONNX axis of each tensor is the batch axis that ncnn drops.
+"""Which ONNX axis of each tensor is the batch axis that ncnn drops: the one place it is decided.
 
 A graph input of rank >= 2 whose first extent is 1 has its batch axis at 0;
 other inputs and all constants have none. Ops carry it forward by the rules
 below; a tensor whose batch axis is lost simply keeps every axis in ncnn.
+
+The loader records only shapes (the user's and the graph's); passes/infer_shapes.py assigns every batch
+axis from them with assign_batch_axes, each time shapes are filled in. A node made after that (a
+lowering's steps, a pass's new tensors) has its outputs' axes from follow_batch_axis, the same rules.
+Passes that re-lay axes out on purpose (merge_batch_into_channels, merge_wide_axes ...) set the axis
+they make; tests/structure/test_batch_axis_owner.py lists them.
 """
 from __future__ import annotations
 
@@ -164,6 +170,7 @@ def no_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
 
 
 def assign_batch_axes(graph: Graph) -> None:
+    """Every tensor's batch axis from the inputs' shapes, by the op rules, in one walk (infer_shapes')."""
     for name in graph.inputs:
         t = graph.tensors[name]
         t.batch_axis = 0 if t.rank is not None and t.rank >= 2 and t.shape[0] == 1 else None
@@ -171,10 +178,19 @@ def assign_batch_axes(graph: Graph) -> None:
         if t.is_constant:
             t.batch_axis = None
     for node in graph.topological():
-        fn = RULES.get(node.op, same_axis)
         for out in filter(None, node.outputs):
             tensor = graph.tensors[out]
-            tensor.batch_axis = None if tensor.is_constant else fn(graph, node, tensor)
+            if tensor.is_constant:
+                tensor.batch_axis = None
+            else:
+                follow_batch_axis(graph, node, tensor)
+
+
+def follow_batch_axis(graph: Graph, node: Node, out: Tensor) -> int | None:
+    """Set (and give) `out`'s batch axis from `node`'s inputs' by the op's rule: for an output of a node
+    made after the graph's axes were assigned."""
+    out.batch_axis = RULES.get(node.op, same_axis)(graph, node, out)
+    return out.batch_axis
 
 
 @rule("LSTM", "GRU", "RNN")
