@@ -17,6 +17,7 @@ from converter.ir import Graph, Tensor
 from converter.op_table import OpTable
 from converter.rewrite.fold import fold_node
 from converter.shapes.batch_axis import assign_batch_axes
+from converter.shapes.symbolic import EXPRESSED
 
 from .fold_constants import fold_constants
 
@@ -75,7 +76,7 @@ def _apply_own_rules(graph: Graph) -> None:
 def _cut(node) -> bool:
     """Nodes onnx cannot infer as they stand (a Reshape whose target became an expression, ops of
     OWN_RULES): their outputs enter the model as inputs of the shape we know."""
-    return node.op in OWN_RULES or bool(node.meta)
+    return node.op in OWN_RULES or any(key in node.meta for key in EXPRESSED)
 
 
 def _as_model(graph: Graph) -> onnx.ModelProto | None:

@@ -100,6 +100,12 @@ def _serve(conn) -> None:
             conn.send(("error", f"{exc}", traceback.format_exc()))
 
 
+def _absolute(path) -> str:
+    """The child outlives the caller's working folder (it started wherever the first run was): a
+    relative path would be read against that folder."""
+    return str(Path(path).resolve())
+
+
 class NcnnRunner:
     """A child process that runs ncnn nets on request."""
 
@@ -119,12 +125,12 @@ class NcnnRunner:
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
             outputs: list[str], precision: str = "fp32", threads: int | None = None) -> dict[str, np.ndarray]:
-        return self._request((str(param), str(bin_), feeds, list(outputs), threads or self.threads, precision))
+        return self._request((_absolute(param), _absolute(bin_), feeds, list(outputs), threads or self.threads, precision))
 
     def time(self, param, bin_, feeds: dict, outputs: list[str], threads: int, warmup: int,
              loops: int) -> list[float]:
         """Milliseconds of each timed run (fp32, as run() computes)."""
-        request = ("time", str(param), str(bin_), feeds, list(outputs), threads, warmup, loops)
+        request = ("time", _absolute(param), _absolute(bin_), feeds, list(outputs), threads, warmup, loops)
         return self._request(request)["times"]
 
     def _request(self, request: tuple) -> dict:

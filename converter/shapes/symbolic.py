@@ -85,6 +85,8 @@ SHAPE_TERMS = "shape_terms"     # an expressed Reshape, fill or Resize: its targ
 RESIZE_RELATION = "resize_relation"    # an expressed Resize: (input terms, output terms), both over the
 #                                       graph inputs' extents, for checking which sizes meet
 SLICE_TERMS = "slice_terms"     # an expressed Slice: starts, ends (terms), axes
+# a node carrying any of these is no longer what its ONNX op says (its target became an expression)
+EXPRESSED = (REFS, SHAPE_TERMS, RESIZE_RELATION, SLICE_TERMS)
 
 
 def pin_refs(graph: Graph, node: Node, terms: list[Term]) -> None:
