@@ -36,9 +36,7 @@ def available() -> bool:
     return True
 
 
-PRECISIONS = ("fp32", "fp16")
-# fp16 as a device runs it by default: half-precision storage, arithmetic and packing on
-FP16_OPTIONS = ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed")
+PRECISIONS = ("fp32", "fp16")      # fp16: as a device runs it by default (child.configure_net)
 
 
 def _loaded_net(param: str, bin_: str, threads: int, precision: str):
@@ -71,12 +69,13 @@ def _time_in_process(param: str, bin_: str, feeds: dict, outputs: list, threads:
                      warmup: int, loops: int) -> dict:
     """The net loaded once, then `warmup` untimed and `loops` timed extractions (ms each)."""
     ncnn, net = _loaded_net(param, bin_, threads, "fp32")
+    mats = {name: input_mat(ncnn, array) for name, array in feeds.items()}     # converted once, untimed
     times = []
     for i in range(warmup + loops):
         start = time.perf_counter()
         ex = net.create_extractor()
-        for name, array in feeds.items():
-            ex.input(name, input_mat(ncnn, array))
+        for name, mat in mats.items():
+            ex.input(name, mat.clone())
         for name in outputs:
             if ex.extract(name)[0] != 0:
                 raise NcnnError(f"ncnn failed to compute blob {name!r}")
@@ -125,15 +124,16 @@ class NcnnRunner:
 
     def run(self, param: str | Path, bin_: str | Path, feeds: dict[str, np.ndarray],
             outputs: list[str], precision: str = "fp32", threads: int | None = None) -> dict[str, np.ndarray]:
-        return self._request((_absolute(param), _absolute(bin_), feeds, list(outputs), threads or self.threads, precision))
+        return self._request(param, (_absolute(param), _absolute(bin_), feeds, list(outputs),
+                                     threads or self.threads, precision))
 
     def time(self, param, bin_, feeds: dict, outputs: list[str], threads: int, warmup: int,
              loops: int) -> list[float]:
         """Milliseconds of each timed run (fp32, as run() computes)."""
         request = ("time", _absolute(param), _absolute(bin_), feeds, list(outputs), threads, warmup, loops)
-        return self._request(request)["times"]
+        return self._request(param, request)["times"]
 
-    def _request(self, request: tuple) -> dict:
+    def _request(self, param, request: tuple) -> dict:
         if self._proc is None or not self._proc.is_alive():
             self._start()
         self._conn.send(request)
@@ -143,7 +143,6 @@ class NcnnRunner:
             self._proc.join(5)
             code = self._proc.exitcode
             self._proc = None
-            param = request[1] if request[0] == "time" else request[0]
             raise NcnnCrash(f"the ncnn runtime crashed (exit code {code}) running {param}") from None
         if reply[0] == "error":
             raise NcnnError(reply[1])
