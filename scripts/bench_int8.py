@@ -4,9 +4,9 @@
 
 Converts the float model and its quantize_static QDQ version (scripts/quantize_models.py; MobileNetV2 and
 ResNet-18 need scripts/export_bench_cnns.py run once with the tools venv) twice,
-`--int8 exact` and `--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8 inference on and one thread,
-at deployed input sizes, in alternating rounds (one run of each per round, so load on a shared machine hits
-all alike), and prints per model the best time of each over the rounds (the least disturbed run on a noisy
+`--int8 exact` and `--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8
+inference on and one thread, at deployed input sizes, in alternating rounds (one run of each per round, so
+load on a shared machine hits all alike), and prints per model the best time of each over the rounds (the least disturbed run on a noisy
 machine) and the median one, the speed-ups fp32 / int8 of both, and each int8 file's distance on the same
 input: relative RMS error (|a - b| / |b| over all outputs) from onnxruntime's run of the float model and of
 the QDQ model, beside onnxruntime's own int8-vs-float distance; for classifiers, whether top-1 agrees with the
