@@ -3,17 +3,17 @@
     python -m scripts.bench_int8 [--rounds N] [--models NAME ...] [--depthwise-int8]
 
 Converts the float model and its quantize_static QDQ version (scripts/quantize_models.py; MobileNetV2 and
-ResNet-18 need scripts/export_bench_cnns.py run once with the tools venv) twice,
-`--int8 exact` and `--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8
-inference on and one thread, at deployed input sizes, in alternating rounds (one run of each per round, so
-load on a shared machine hits all alike), and prints per model the best time of each over the rounds (the least disturbed run on a noisy
-machine) and the median one, the speed-ups fp32 / int8 of both, and each int8 file's distance on the same
-input: relative RMS error (|a - b| / |b| over all outputs) from onnxruntime's run of the float model and of
-the QDQ model, beside onnxruntime's own int8-vs-float distance; for classifiers, whether top-1 agrees with the
-float model. Times are the CPU time of the running thread (ncnn on 1 thread runs in it): on a loaded machine
-wall time also counts the time other processes held the core. `--depthwise-int8` times fast mode with
-ConvolutionDepthWise in int8 too (fast mode keeps it in float; this shows why; scripts/int8_layer_profile.py
-times each layer shape alone).
+ResNet-18 need scripts/export_bench_cnns.py run once with the tools venv) twice, `--int8 exact` and
+`--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8 inference on and one
+thread, at deployed input sizes, in alternating rounds (one run of each per round, so load on a shared
+machine hits all alike), and prints per model the best time of each over the rounds (the least disturbed run
+on a noisy machine) and the median one, the speed-ups fp32 / int8 of both, and each int8 file's distance on
+the same input: relative RMS error (|a - b| / |b| over all outputs) from onnxruntime's run of the float
+model and of the QDQ model, beside onnxruntime's own int8-vs-float distance; for classifiers, whether top-1
+agrees with the float model. Times are the CPU time of the running thread (ncnn on 1 thread runs in it): on
+a loaded machine wall time also counts the time other processes held the core. `--depthwise-int8` times fast
+mode with ConvolutionDepthWise in int8 too (fast mode keeps it in float; this shows why;
+scripts/int8_layer_profile.py times each layer shape alone).
 Runs happen in this process: run it on its own.
 """
 from __future__ import annotations
