@@ -19,9 +19,9 @@ from .plan_int8 import ActivationPair, Int8Plan
 INT8_LAYERS = {"Convolution", "ConvolutionDepthWise", "InnerProduct"}
 AVERAGING, AVERAGE = {"Pooling", "Pooling1D", "Pooling3D"}, 1
 # fast mode keeps these in float: measured with the pip runtime (1.0.20261020, x86 AVX2 and AVX-512, one
-# thread), int8 ConvolutionDepthWise takes 1.2-5x its fp32 time at every MobileNetV2 / PP-OCRv4 shape, also
-# reading and writing int8 (scripts/int8_layer_profile.py): x86 has no AVX int8 depthwise kernel (8 lanes of
-# SSE int16 products, the output scales recomputed per pixel) against fp32's AVX ones
+# thread), int8 ConvolutionDepthWise takes 1.2-5x its fp32 time at almost every MobileNetV2 / PP-OCRv4 shape
+# on AVX2, also reading and writing int8 (scripts/int8_layer_profile.py): x86 has no AVX int8 depthwise
+# kernel (8 lanes of SSE int16 products, the output scales recomputed per pixel) against fp32's AVX ones
 FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise convolution is slower than "
                                       "its fp32 form, so it runs in float"}
 # likewise an InnerProduct over the rows of a 2-D blob (a transformer's projections): x86 int8 runs it row by
@@ -32,8 +32,10 @@ FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise
 # 640x640 16.1 against 12.4, while ResNet-18's 7x7 one (147 products per output) is 1.09x faster in int8;
 # and any Convolution summing at most 32 products per output (a 1x1 over <= 32 channels): its int8 gemm
 # saves less than quantizing the input and dequantizing the output cost (scripts/int8_layer_profile.py,
-# int8 / fp32 alone: MobileNetV2's 1x1 16x112x112 -> 96 1.57, 24x56x56 -> 144 1.06, 32x112x112 -> 16 1.08,
-# PP-OCRv4 rec's 16x24x160 -> 32 1.35; from 64 products on int8 is faster: 0.45-0.86)
+# int8 / fp32 alone: MobileNetV2's 1x1 16x112x112 -> 96 1.6-1.9, 24x56x56 -> 144 1.06, 32x112x112 -> 16
+# 1.1, PP-OCRv4 det's 12x160x160 -> 96 1.9, 16x320x320 -> 32 1.5, 32x160x160 -> 48 1.2-1.4; at 32 it is
+# close (YOLOv8n's 32x80x80 -> 32 0.84, rec's 32x24x160 -> 64 0.97); from 64 products on int8 is mostly
+# faster: 0.45-0.86 on MobileNetV2)
 FEW_CHANNELS, FEW_PRODUCTS, SHORT_SUM = 8, 64, 32
 FEW_FLOAT = ("fast mode: real ncnn's x86 int8 convolution with few products per output (at most 32, or fewer "
              "than 8 input channels and a small kernel) is slower than fp32")
