@@ -19,7 +19,9 @@ from .plan_int8 import ActivationPair, Int8Plan
 INT8_LAYERS = {"Convolution", "ConvolutionDepthWise", "InnerProduct"}
 AVERAGING, AVERAGE = {"Pooling", "Pooling1D", "Pooling3D"}, 1
 # fast mode keeps these in float: measured with the pip runtime (1.0.20261020, x86 AVX2 and AVX-512, one
-# thread), int8 ConvolutionDepthWise takes about 1.75x its fp32 time (scripts/bench_int8.py --depthwise)
+# thread), int8 ConvolutionDepthWise takes 1.2-5x its fp32 time at almost every MobileNetV2 / PP-OCRv4 shape
+# on AVX2, also reading and writing int8 (scripts/int8_layer_profile.py): x86 has no AVX int8 depthwise
+# kernel (8 lanes of SSE int16 products, the output scales recomputed per pixel) against fp32's AVX ones
 FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise convolution is slower than "
                                       "its fp32 form, so it runs in float"}
 # likewise an InnerProduct over the rows of a 2-D blob (a transformer's projections): x86 int8 runs it row by
@@ -27,10 +29,16 @@ FAST_FLOAT = {"ConvolutionDepthWise": "fast mode: real ncnn's x86 int8 depthwise
 # int8, 1.08x without
 # and a small Convolution over fewer than 8 input channels (an image stem, no channel packing for int8):
 # alone, YOLOv8n's 3 -> 16 3x3 stem at 320x320 takes 3.3 ms int8 against 2.1 ms fp32, PP-OCRv4 det's at
-# 640x640 16.1 against 12.4, while ResNet-18's 7x7 one (147 products per output) is 1.09x faster in int8
-FEW_CHANNELS, FEW_PRODUCTS = 8, 64
-FEW_FLOAT = ("fast mode: real ncnn's x86 int8 convolution over fewer than 8 input channels and a small kernel "
-             "is slower than fp32")
+# 640x640 16.1 against 12.4, while ResNet-18's 7x7 one (147 products per output) is 1.09x faster in int8;
+# and any Convolution summing at most 32 products per output (a 1x1 over <= 32 channels): its int8 gemm
+# saves less than quantizing the input and dequantizing the output cost (scripts/int8_layer_profile.py,
+# int8 / fp32 alone: MobileNetV2's 1x1 16x112x112 -> 96 1.6-1.9, 24x56x56 -> 144 1.06, 32x112x112 -> 16
+# 1.1, PP-OCRv4 det's 12x160x160 -> 96 1.9, 16x320x320 -> 32 1.5, 32x160x160 -> 48 1.2-1.4; at 32 it is
+# close (YOLOv8n's 32x80x80 -> 32 0.84, rec's 32x24x160 -> 64 0.97); from 64 products on int8 is mostly
+# faster: 0.45-0.86 on MobileNetV2)
+FEW_CHANNELS, FEW_PRODUCTS, SHORT_SUM = 8, 64, 32
+FEW_FLOAT = ("fast mode: real ncnn's x86 int8 convolution with few products per output (at most 32, or fewer "
+             "than 8 input channels and a small kernel) is slower than fp32")
 ROWS_FLOAT = ("fast mode: real ncnn's x86 int8 InnerProduct over rows is slower than the fp32 Gemm it "
               "becomes, so it runs in float")
 
@@ -97,7 +105,8 @@ def _fast_float(graph: Graph, node: Node) -> str | None:
         return ROWS_FLOAT
     taps = int(node.params.get(1, 1)) * int(node.params.get(11, node.params.get(1, 1)))
     per_output = np.asarray(node.weights[0]).size // max(int(node.params[0]), 1)      # input channels x taps
-    if node.op == "Convolution" and per_output < FEW_CHANNELS * taps and per_output < FEW_PRODUCTS:
+    if node.op == "Convolution" and (per_output <= SHORT_SUM or (per_output < FEW_CHANNELS * taps and
+                                                                  per_output < FEW_PRODUCTS)):
         return FEW_FLOAT
     return None
 

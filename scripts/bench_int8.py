@@ -4,20 +4,22 @@
 
 Converts the float model and its quantize_static QDQ version (scripts/quantize_models.py; MobileNetV2 and
 ResNet-18 need scripts/export_bench_cnns.py run once with the tools venv) twice, `--int8 exact` and
-`--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8 inference on and
-one thread, at deployed input sizes, in alternating rounds (one run of each per round, so load on a
-shared machine hits all alike), and prints per model the best time of each over the rounds (the least
-disturbed run on a noisy machine), the speed-ups fp32 / int8, and each int8 file's distance on the same
-input: relative RMS error (|a - b| / |b| over all outputs) from onnxruntime's run of the float model and
-of the QDQ model, beside onnxruntime's own int8-vs-float distance; for classifiers, whether top-1 agrees
-with the float model. Times are the CPU time of the running thread (ncnn on 1 thread runs in it): on a
-loaded machine wall time also counts the time other processes held the core. `--depthwise-int8` times
-fast mode with ConvolutionDepthWise in int8 too (fast mode keeps it in float; this shows why).
+`--int8 fast`, runs the three in ncnn with fp16/bf16 off (so fp32 really is fp32), int8 inference on and one
+thread, at deployed input sizes, in alternating rounds (one run of each per round, so load on a shared
+machine hits all alike), and prints per model the best time of each over the rounds (the least disturbed run
+on a noisy machine) and the median one, the speed-ups fp32 / int8 of both, and each int8 file's distance on
+the same input: relative RMS error (|a - b| / |b| over all outputs) from onnxruntime's run of the float
+model and of the QDQ model, beside onnxruntime's own int8-vs-float distance; for classifiers, whether top-1
+agrees with the float model. Times are the CPU time of the running thread (ncnn on 1 thread runs in it): on
+a loaded machine wall time also counts the time other processes held the core. `--depthwise-int8` times fast
+mode with ConvolutionDepthWise in int8 too (fast mode keeps it in float; this shows why;
+scripts/int8_layer_profile.py times each layer shape alone).
 Runs happen in this process: run it on its own.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -119,17 +121,20 @@ def compare(float_name: str, rounds: int, depthwise_int8: bool) -> str:
     names = [e["onnx"] for e in nets["fp32"].io["outputs"]]
     ort_float, ort_int8 = onnxruntime_run(float_path, feeds), onnxruntime_run(int8_path, feeds)
     best = {k: min(net.times) for k, net in nets.items()}
-    line = [f"{float_name} {list(next(iter(feeds.values())).shape)}: fp32 {best['fp32']:.1f} ms"]
+    median = {k: statistics.median(net.times) for k, net in nets.items()}
+    line = [f"{float_name} {list(next(iter(feeds.values())).shape)}: fp32 {best['fp32']:.1f} ms "
+            f"(median {median['fp32']:.1f})"]
     for mode in ("exact", "fast"):
         got = [outputs[mode][n] for n in names]
         top1 = ""
         if float_name in CLASSIFIERS:
             top1 = f", top-1 {'=' if np.argmax(got[0]) == np.argmax(ort_float[0]) else '!='} float"
-        line.append(f"{mode} {best[mode]:.1f} ms ({best['fp32'] / best[mode]:.2f}x, {nets[mode].layers} layers, "
+        line.append(f"{mode} {best[mode]:.1f} ms ({best['fp32'] / best[mode]:.2f}x; median {median[mode]:.1f} ms, "
+                    f"{median['fp32'] / median[mode]:.2f}x; {nets[mode].layers} layers, "
                     f"{nets[mode].int8_layers} int8; from float {rel_rms(got, ort_float):.3g}, "
                     f"from ort int8 {rel_rms(got, ort_int8):.3g}{top1})")
     line.append(f"ort int8 from float {rel_rms(ort_int8, ort_float):.3g}")
-    return "; ".join(line) + f" [best of {rounds} alternating rounds, thread CPU time, 1 thread]"
+    return "; ".join(line) + f" [best and median of {rounds} alternating rounds, thread CPU time, 1 thread]"
 
 
 def main() -> None:

@@ -75,3 +75,41 @@ def _real_ncnn(converted, x, tmp_path):
     converted.save(param, bin_)
     (e_in,), e_out = converted.io()["inputs"], converted.io()["outputs"][0]
     return run_ncnn(param, bin_, {e_in["ncnn"]: to_ncnn(x, e_in)}, [e_out["ncnn"]])[e_out["ncnn"]]
+
+
+def _pointwise_pair_model():
+    """x (16 channels) -> Q/DQ -> 1x1 Conv 16 -> 48 -> Q/DQ -> 1x1 Conv 48 -> 8 -> y: 16 and 48 products per
+    output."""
+    rng = np.random.default_rng(11)
+    inits = [numpy_helper.from_array(np.asarray(v, d), n) for n, v, d in [
+        ("s", 0.02, np.float32), ("z", 0, np.int8), ("s2", 0.05, np.float32),
+        ("w1", rng.integers(-127, 128, (48, 16, 1, 1)), np.int8), ("w1s", rng.uniform(0.002, 0.004, 48), np.float32),
+        ("w1z", np.zeros(48), np.int8), ("w2", rng.integers(-127, 128, (8, 48, 1, 1)), np.int8),
+        ("w2s", rng.uniform(0.002, 0.004, 8), np.float32), ("w2z", np.zeros(8), np.int8)]]
+
+    def pair(x, out, scale):
+        return [helper.make_node("QuantizeLinear", [x, scale, "z"], [out + "q"]),
+                helper.make_node("DequantizeLinear", [out + "q", scale, "z"], [out])]
+    nodes = [*pair("x", "xd", "s"),
+             helper.make_node("DequantizeLinear", ["w1", "w1s", "w1z"], ["w1d"], axis=0),
+             helper.make_node("Conv", ["xd", "w1d"], ["c"], name="expand"),
+             *pair("c", "cd", "s2"),
+             helper.make_node("DequantizeLinear", ["w2", "w2s", "w2z"], ["w2d"], axis=0),
+             helper.make_node("Conv", ["cd", "w2d"], ["y"], name="project")]
+    graph = helper.make_graph(nodes, "pointwise",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_fast_mode_keeps_short_sums_float():
+    """Fast mode: a Convolution summing at most 32 products per output (the 1x1 over 16 channels) runs float,
+    where ncnn's x86 int8 one is slower (scripts/int8_layer_profile.py), with its reason; the one over 48
+    stays int8; exact mode runs both int8."""
+    model = _pointwise_pair_model()
+    fast, exact = convert(model, int8="fast"), convert(model, int8="exact")
+    int8 = lambda m: {n.origin for n in m.graph if n.op == "Convolution" and n.params.get(8)}  # noqa: E731
+    assert int8(exact) == {"expand", "project"} and int8(fast) == {"project"}
+    assert fast.stats["int8_fallbacks"]["expand"].startswith("fast mode:")
+    assert "at most 32" in fast.stats["int8_fallbacks"]["expand"]
+    assert "expand" not in exact.stats["int8_fallbacks"]
