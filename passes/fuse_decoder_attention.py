@@ -1,18 +1,28 @@
-"""Fuse a decoder's masked attention over its (concatenated) cache into one ncnn SDPA layer, grouped-
-query heads read straight from the cache, as torch exports Hugging Face's eager attention:
+"""Fuse a decoder's attention over its (concatenated) cache into one ncnn SDPA layer, grouped-query
+heads read straight from the cache, as torch exports Hugging Face's eager attention:
 
     k4 = Reshape(Expand(Unsqueeze(k, 2), [1, 1, r, 1, 1]), (1, H, S, D))   repeat_kv (absent when r = 1)
-    p  = Softmax(MatMul(q, Transpose(k4, [0, 1, 3, 2])) * scale + mask)      q (1, H, T, D), mask (1, 1, T, S)
+    p  = Softmax(MatMul(q, Transpose(k4, [0, 1, 3, 2])) * scale + m1 + m2 ...)   q (1, H, T, D)
     y  = MatMul(p, v4)                                                       v4 likewise from v (1, G, S, Dv)
 
 ncnn's SDPA computes softmax(q k^T * scale + mask) v per head, head h reading kv head h // (H / G):
-the numbers of repeat_kv's head order. Its mask is 2-D (T, S), so the (1, 1, T, S) mask (one for all
-heads) is squeezed; a mask whose row count is not proven to be q's T (SymbolicShapes; or, in a
-decoder step, input_ids' length: one query row per new token) such as one row broadcast to all, a
-mask per head, a Softmax over another axis, or an intermediate read
-elsewhere leave the nodes alone (fuse_sdpa may still take an unmasked block with static shapes).
-The cache itself stays a Concat in the graph: SDPA's kv_cache=1 corrupts the present key in the
-pip runtime (tests/interpreter/test_rotaryembed.py). One walk over the Softmax nodes.
+the numbers of repeat_kv's head order. What is added after the scale becomes its mask, summed: a
+causal or padding mask (1, 1, T, S) shared by the heads (squeezed to ncnn's (T, S)), T5's relative
+position bias (1, H, T, S) per head (ncnn's (H, T, S)); zeros (T5's cross-attention bias, a
+ConstantOfShape of 0) are dropped. No addend at all (a decode step whose causal mask folded away:
+Whisper's, TrOCR's) is SDPA without a mask where a length is a run-time one (static unmasked blocks
+are fuse_sdpa's). Also taken: heads as a batch, (H, T, D) x (H, D, S) (BART-style bmm, TrOCR),
+through Reshapes that only add or drop leading ones around the mask; k^T written from (1, S, H, D) by
+one Transpose (T5's encoder), which becomes a Transpose writing k.
+
+A mask must have one row per query (proven by SymbolicShapes, or in a decoder step input_ids' length:
+one query row per new token) and one column per key (the keys' term, or a sum over the inputs'
+extents where a Reshape's own symbol hides the keys' one): a row or a column broadcast, a mask per
+batch, a mask added before the scale, a Softmax over another axis, or an intermediate read elsewhere
+leave the nodes alone. Masked SDPA computes other numbers before 20261020 (releases.py): for an older
+--target-ncnn only unmasked attention fuses. The cache itself stays a Concat in the graph: SDPA's
+kv_cache=1 corrupts the present key in the pip runtime (tests/decoders/test_sdpa_kv_cache.py). One
+walk over the Softmax nodes.
 """
 from __future__ import annotations
 
@@ -100,8 +110,9 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, mask
     q, kt = graph.tensors[qk.inputs[0]], graph.producer(qk.inputs[1])
     swap = list(range(q.rank - 2)) + [q.rank - 1, q.rank - 2]
     if not _heads_view(q) or q.shape[-3] is None or q.dtype != np.float32 or kt is None \
-            or kt.op != "Transpose" or kt.ncnn or kt.attrs.get("perm") != swap:
+            or kt.op != "Transpose" or kt.ncnn or sorted(kt.attrs.get("perm") or ()) != list(range(q.rank)):
         return None
+    perm = list(kt.attrs["perm"])
     heads, q_dims = q.shape[-3], shapes.dims.get(q.name)
     masks = [a for a in addends if not _zero(graph, a)]
     if masks and not masked_ok or not masks and None not in x.shape:     # static and unmasked: fuse_sdpa's
@@ -115,18 +126,35 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, mask
     if reader is None or reader.op != "MatMul" or reader.inputs[0] != probs \
             or graph.tensors[reader.outputs[0]].rank != q.rank or not _heads_view(graph.tensors[reader.outputs[0]]):
         return None
-    k = _kv_heads(graph, kt.inputs[0], heads)
+    # k^T from k (1, H, S, D) by swapping the last two axes; another perm (heads split and k^T
+    # written by one Transpose, T5's encoder) gets a Transpose writing k itself
+    k = _kv_heads(graph, kt.inputs[0], heads) if perm == swap else (kt.inputs[0], [])
     v = _kv_heads(graph, reader.inputs[1], heads)
-    if k is None or v is None or graph.tensors[k[0]].shape[-1] != q.shape[-1]:
+    if k is None or v is None or perm == swap and graph.tensors[k[0]].shape[-1] != q.shape[-1]:
         return None
-    keys = shapes.dims.get(k[0])        # one mask row per query, one column per key
+    keys = shapes.dims.get(k[0]) if perm == swap else _swapped(shapes.dims.get(kt.outputs[0]))
+    # one mask row per query, one column per key
     if q_dims is None or keys is None or not all(
             _mask_fits(graph, m, heads, shapes, (q_dims[-2], new_tokens), keys[-2]) for m in masks):
         return None
     nodes += [reader, *k[1], *v[1]]
     if not _inner(graph, nodes, reader):
         return None
+    if perm != swap:
+        k_perm = perm[:-2] + [perm[-1], perm[-2]]
+        kt_t = graph.tensors[kt.outputs[0]]
+        shape = (*kt_t.shape[:-2], kt_t.shape[-1], kt_t.shape[-2])
+        source = graph.tensors[kt.inputs[0]].batch_axis
+        batch = None if source is None else k_perm.index(source)
+        if shape[-3] != heads or not _heads_view(Tensor("k", shape, np.dtype(np.float32), batch_axis=batch)) \
+                or shape[-1] != q.shape[-1]:
+            return None
+        k = ((kt.inputs[0], k_perm, shape, batch), [])
     return q.name, k[0], v[0], masks, scale, nodes, reader.outputs[0]
+
+
+def _swapped(dims):
+    return None if dims is None else (*dims[:-2], dims[-1], dims[-2])
 
 
 def _mask_blob(graph: Graph, masks: list[str], stem: str, new: list[Node]) -> str:
@@ -175,6 +203,10 @@ def fuse_decoder_attention(graph: Graph) -> dict:
             continue
         q, k, v, masks, scale, nodes, out = found
         new = []
+        if isinstance(k, tuple):        # k written by a Transpose of its own (the perm k^T's, last two swapped)
+            source, k_perm, shape, batch = k
+            k = _blob(graph, f"{softmax.name}_k", shape, batch)
+            new.append(Node(graph.fresh_name(f"{softmax.name}_k"), "Transpose", [source], [k], {"perm": k_perm}))
         inputs = [q, k, v] + ([_mask_blob(graph, masks, softmax.name, new)] if masks else [])
         new.append(Node(graph.fresh_name(f"{softmax.name}_sdpa"), "SDPA", inputs, [out],
                         params={5: int(bool(masks)), 6: float(scale)}, ncnn=True, origin=softmax.origin or softmax.name))

@@ -16,22 +16,26 @@ D = 8
 
 
 def attention(heads=4, groups=2, mask_rows="T", mask_heads=1, softmax_axis=-1, masks=("mask",),
-              mask_cols="S", before_scale=False, zeros=False):
+              mask_cols="S", before_scale=False, zeros=False, split_heads=False):
     """q (1, H, T, D), k/v (1, G, S, D) repeated to H heads, scores * 0.25 + each mask (1, mh, rows, S)
-    in turn (T5: a per-head bias, then the padding mask), + zeros of the scores' shape if `zeros`."""
+    in turn (T5: a per-head bias, then the padding mask), + zeros of the scores' shape if `zeros`;
+    `split_heads`: k and v come as (1, S, H, D) and one Transpose writes k^T (T5's encoder)."""
     r = heads // groups
     inits = [("two", np.array([2], np.int64)), ("rep", np.array([1, 1, r, 1, 1], np.int64)),
              ("heads", np.array([1, heads, -1, D], np.int64)), ("scale", np.array(0.25, np.float32)),
              ("zero", np.array([0.0], np.float32))]
     nodes = []
-    for name in ("k", "v"):
+    for name in ("k", "v") if not split_heads else ():
         if r == 1:
             nodes.append(helper.make_node("Identity", [name], [f"{name}4"]))
             continue
         nodes += [helper.make_node("Unsqueeze", [name, "two"], [f"{name}5"]),
                   helper.make_node("Expand", [f"{name}5", "rep"], [f"{name}x"]),
                   helper.make_node("Reshape", [f"{name}x", "heads"], [f"{name}4"])]
-    nodes += [helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 1, 3, 2]),
+    if split_heads:
+        nodes.append(helper.make_node("Transpose", ["v"], ["v4"], perm=[0, 2, 1, 3]))
+    nodes += [helper.make_node("Transpose", ["k" if split_heads else "k4"], ["kt"],
+                               perm=[0, 2, 3, 1] if split_heads else [0, 1, 3, 2]),
               helper.make_node("MatMul", ["q", "kt"], ["qk"])]
     scores = "qk"
     if before_scale:            # (qk + mask) * scale: SDPA adds its mask after the scale
@@ -50,7 +54,8 @@ def attention(heads=4, groups=2, mask_rows="T", mask_heads=1, softmax_axis=-1, m
     nodes += [helper.make_node("Softmax", [scores], ["p"], axis=softmax_axis),
               helper.make_node("MatMul", ["p", "v4"], ["y"])]
     shapes = {"mask": [1, mask_heads, mask_rows, mask_cols], "bias": [1, heads, "T", "S"]}
-    inputs = [("q", [1, heads, "T", D]), ("k", [1, groups, "S", D]), ("v", [1, groups, "S", D]),
+    kv = [1, "S", heads, D] if split_heads else [1, groups, "S", D]
+    inputs = [("q", [1, heads, "T", D]), ("k", kv), ("v", kv),
               *[(m, shapes[m]) for m in masks]]
     return make_model(nodes, inputs, [("y", [1, heads, "T", D])], inits)
 
@@ -91,6 +96,7 @@ FIRES = {"grouped-query heads (4 over 2)": ({}, 2), "one kv head per head": ({"g
          "a mask per head (T5's position bias)": ({"mask_heads": 4}, 3),
          "a per-head bias then a shared mask (two Adds)": ({"masks": ("bias", "mask")}, 3),
          "zeros added (T5's cross-attention bias) are dropped": ({"zeros": True}, 2),
+         "k^T written by one Transpose from (1, S, H, D)": ({"split_heads": True, "groups": 4}, 2),
          "no mask over run-time lengths (a decode step past the causal fold)": ({"masks": ()}, None)}
 
 
