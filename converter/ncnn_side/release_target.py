@@ -64,9 +64,9 @@ def skipped_passes(target: int) -> set[str]:
     form (attention as MultiHeadAttention or MatMul + Softmax, RMS norm written out)."""
     skip = set()
     if target < LAYERS["SDPA"]:
-        skip |= {"fuse_sdpa", "expand_small_attention"}
-    elif target < PARAMS[("SDPA", 5)]:     # the only pass that writes masked SDPA: MultiHeadAttention stays
-        skip.add("expand_small_attention")
+        skip |= {"fuse_sdpa", "fuse_decoder_attention", "expand_small_attention"}
+    elif target < PARAMS[("SDPA", 5)]:     # masked SDPA: MultiHeadAttention stays (fuse_decoder_attention
+        skip.add("expand_small_attention")  # reads the target itself and fuses only unmasked attention)
     if target < LAYERS["RMSNorm"]:
         skip.add("fuse_rmsnorm")
     return skip

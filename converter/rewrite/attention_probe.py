@@ -237,6 +237,54 @@ def attention_scores(graph: Graph, softmax: Node):
     raise NoMatch
 
 
+def scores_and_addends(graph: Graph, softmax: Node, shapes: SymbolicShapes | None = None):
+    """(MatMul q.k, nodes, scale on the scores, [addends]) for a Softmax's input: the scaled product
+    plus float tensors added after the scaling, one Add after another in either operand order (T5
+    adds its position bias, then the padding mask), through Reshapes that only add or drop leading
+    ones (BART-style heads as a (H, T, S) batch, made (1, H, T, S) around the mask). Raises NoMatch."""
+    name, nodes, addends = softmax.inputs[0], [], []
+    while len(nodes) < 12:
+        found = scaled_matmul(graph, name)
+        if found is not None:
+            mm, scaling, scale = found
+            return mm, nodes + scaling, scale, addends[::-1]
+        node = graph.producer(name)
+        need(node is not None and not node.ncnn)
+        nodes.append(node)
+        if node.op == "Reshape" and unit_reshape(graph, node, shapes):
+            name = node.inputs[0]
+            continue
+        need(node.op == "Add" and len(node.inputs) == 2 and node.inputs[0] != node.inputs[1])
+        a, b = node.inputs
+        inner = [x for x in (a, b) if scaled_matmul(graph, x) is not None] or \
+            [x for x in (a, b) if graph.producer(x) is not None and graph.producer(x).op in ("Add", "Reshape")]
+        need(len(inner) >= 1)
+        name = inner[0]
+        addends.append(b if name == a else a)
+    raise NoMatch
+
+
+def unit_reshape(graph: Graph, node: Node, shapes: SymbolicShapes | None = None) -> bool:
+    """A Reshape that only adds or drops leading ones: the same extents after them (the same terms,
+    or numbers with one of them unknown on both sides, then equal: the element count is the same)."""
+    terms = [shapes.dims.get(n) if shapes is not None else None for n in (node.inputs[0], node.outputs[0])]
+    if None not in terms and _strip_ones(terms[0]) == _strip_ones(terms[1]):
+        return True
+    a, b = (graph.tensors[n].shape for n in (node.inputs[0], node.outputs[0]))
+    if a is None or b is None:
+        return False
+    a, b = _strip_ones(a), _strip_ones(b)
+    return len(a) == len(b) and sum(x is None for x in a) <= 1 and all(
+        (x is None and y is None) or x == y for x, y in zip(a, b))
+
+
+def _strip_ones(shape: tuple) -> tuple:
+    k = 0
+    while k < len(shape) - 1 and shape[k] == 1:
+        k += 1
+    return tuple(shape[k:])
+
+
 def passes_float_on(graph: Graph, node: Node) -> bool:
     """A node that passes its float32 input on unchanged (torch writes a float->float Cast after
     HF's softmax)."""

@@ -25,10 +25,16 @@ MANIFEST = json.loads((MODELS / "manifest.json").read_text())
 STEPS = 32
 PARTS = ("encoder", "decoder", "decoder_with_past")
 CASES = [(name, exp) for name, entry in MANIFEST.items() for exp in entry["files"]]
-# the cross-attention over the fixed cache is one fused layer where it has no mask (Whisper, TrOCR);
-# the encoder's padding mask (T5, BART, Marian) and the self-attention over the run-time cache are
-# left as MatMul/Softmax (fuse_sdpa takes no mask and no run-time extent)
-FUSED_CROSS = {"SDPA", "MultiHeadAttention"}
+
+
+def attention_layers(model) -> dict[str, int]:
+    """SDPA layers, and what attention left written out: Softmax layers, and MatMuls of two run-time
+    blobs (a projection's MatMul reads its weight from a MemoryData)."""
+    graph = model.graph
+    layers = [n for n in graph.nodes.values() if n.ncnn]
+    weights = {o for n in layers if n.op == "MemoryData" for o in n.outputs}
+    return {"SDPA": sum(n.op == "SDPA" for n in layers), "Softmax": sum(n.op == "Softmax" for n in layers),
+            "MatMul": sum(n.op == "MatMul" and not weights & set(n.inputs) for n in layers)}
 
 
 def encoder_feeds(entry: dict) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
@@ -56,9 +62,12 @@ def test_greedy_generation_matches_onnxruntime(name, exp, tmp_path):
     # the export is right at every cache length: onnxruntime's tokens are torch's (full recompute)
     assert want.tokens == entry["greedy_tokens"]
     converted = [converted_runners(p, tmp_path) for p in files(entry, exp)]
-    step_layers = {n.op for n in converted[2][0].graph.nodes.values() if n.ncnn}
-    if entry["encoder_attention_mask"] is None:
-        assert FUSED_CROSS & step_layers, f"{name} {exp}: no fused attention in the step file ({sorted(step_layers)})"
+    # every attention one ncnn SDPA (fuse_decoder_attention, fuse_sdpa): self-attention over the
+    # run-time cache, masked or not, T5's position bias as its mask; cross-attention over the fixed
+    # cache, with the encoder's padding mask where the model has one
+    for part, (model, _), per_layer in zip(PARTS, converted, (1, 2, 2)):
+        fused = {"SDPA": per_layer * entry["layers"], "Softmax": 0, "MatMul": 0}
+        assert attention_layers(model) == fused, f"{name} {exp} {part}: {attention_layers(model)}, want {fused}"
     failures = []
     for backend in ("ncnn", "interpreter"):
         got = greedy(*[c[1][backend] for c in converted], feeds, entry["prompt"], STEPS, mask)
