@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.shapes.symbolic import Op, refs
+from converter.shapes.symbolic import Op, Ref, refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
 
 from converter.rewrite.attention_probe import NoMatch
@@ -81,6 +81,8 @@ def _mask_fits(graph: Graph, name: str, heads: int, shapes: SymbolicShapes, rows
     """An addend SDPA reads as it is: float (1, 1|H, T, S) or (1|H, T, S), one row per query and one
     column per key (a row or a column broadcast, or a mask per batch, is read otherwise by ncnn)."""
     m, dims = graph.tensors[name], shapes.dims.get(name)
+    if dims is None and m.shape is not None and None not in m.shape:
+        dims = m.shape                  # a constant (a static model's position bias, folded) has no terms
     if m.rank not in (3, 4) or m.dtype != np.float32 or dims is None:
         return False
     dims, shape = (1,) * (4 - m.rank) + tuple(dims), (1,) * (4 - m.rank) + tuple(m.shape)
@@ -92,11 +94,13 @@ def _mask_fits(graph: Graph, name: str, heads: int, shapes: SymbolicShapes, rows
 def _columns_fit(graph: Graph, cols, keys) -> bool:
     """The mask has one column per key: the same term, or, where the keys' term went through a
     symbol of its own (a Reshape's that the terms cannot follow: a decoder's second layer), a mask
-    whose columns are a sum over the inputs' extents (past + new tokens), never a broadcast 1."""
+    whose columns are an input's extent or a sum over them (new tokens, or past + new), never a
+    broadcast 1."""
     if cols == keys:
         return True
     lost = any(r.tensor not in graph.inputs for r in refs(keys))
-    return lost and isinstance(cols, Op) and all(r.tensor in graph.inputs for r in refs(cols))
+    found = refs(cols) if isinstance(cols, (Op, Ref)) else ()
+    return lost and bool(found) and all(r.tensor in graph.inputs for r in found)
 
 
 def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, masked_ok: bool):
