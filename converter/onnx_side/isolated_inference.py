@@ -5,13 +5,22 @@
 the child dies, plain inference (no data propagation) runs instead, again in a child, and if
 that dies too the model is refused in one line. The child sends back the inferred model without
 its initializers (inference does not change them), so only the new shape facts cross the pipe.
+
+Forking costs time in proportion to the caller's memory (~50-150 ms for a process of 1 GB), paid
+on every conversion: a process that converts many small models (the tests, `convert -j`, an
+export script) would spend more on forks than on inference. So one forked child serves every
+model up to SERVED_BYTES, sent to it serialized, until it dies (an abort: that model's request
+fails as before, and the next request forks a new one); a larger model gets a child of its own,
+which reads it from the forked memory instead of a copy through the pipe.
 """
 from __future__ import annotations
 
 import faulthandler
 import os
 import pickle
+import select
 import signal
+import threading
 from collections.abc import Callable
 
 import onnx
@@ -42,8 +51,95 @@ class ChildDied(Exception):
     pass
 
 
+SERVED_BYTES = 64 << 20     # larger models are not copied through a pipe: a child of their own reads them
+
+
+class _Server:
+    """A forked child that infers each model it is sent, until the pipe closes or it dies."""
+
+    def __init__(self):
+        self.infer = _infer          # a child forked before `_infer` was replaced (tests) runs the old one
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(req_w)
+            os.close(rep_r)
+            try:
+                _serve(req_r, rep_w)
+            finally:
+                os._exit(0)
+        os.close(req_r)
+        os.close(rep_w)
+        self.requests, self.replies = os.fdopen(req_w, "wb"), os.fdopen(rep_r, "rb")
+
+    def ask(self, proto: onnx.ModelProto, data_prop: bool) -> tuple:
+        try:
+            pickle.dump((proto.SerializeToString(), data_prop), self.requests)
+            self.requests.flush()
+            return pickle.load(self.replies)
+        except (EOFError, BrokenPipeError, pickle.UnpicklingError):
+            self.close()
+            _, status = os.waitpid(self.pid, 0)
+            raise ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                                        else os.WEXITSTATUS(status))) from None
+
+    def close(self) -> None:
+        for pipe in (self.requests, self.replies):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def _serve(read_fd: int, write_fd: int) -> None:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)      # as _child
+    faulthandler.disable()
+    parent = os.getppid()
+    with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
+        while True:
+            # children forked later hold the request pipe too: its end need not come with the caller's
+            while not select.select([requests], [], [], 1.0)[0]:
+                if os.getppid() != parent:
+                    return
+            try:
+                data, data_prop = pickle.load(requests)
+            except EOFError:
+                return
+            try:
+                inferred = _infer(onnx.ModelProto.FromString(data), data_prop)
+                del inferred.graph.initializer[:]
+                reply = ("ok", inferred.SerializeToString())
+            except Exception as exc:
+                reply = ("error", exc)
+            pickle.dump(reply, replies)
+            replies.flush()
+
+
+_SERVER: _Server | None = None
+_SERVER_LOCK = threading.Lock()
+
+
+def _served(proto: onnx.ModelProto, data_prop: bool) -> tuple:
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is not None and (_SERVER.infer is not _infer or _SERVER.owner != os.getpid()):
+            _SERVER.close()
+            _SERVER = None
+        if _SERVER is None:
+            _SERVER = _Server()
+            _SERVER.owner = os.getpid()        # a forked caller (a -j worker) forks its own
+        try:
+            return _SERVER.ask(proto, data_prop)
+        except ChildDied:
+            _SERVER = None
+            raise
+
+
 def _in_child(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
     """os.fork, not multiprocessing: a -j worker is a daemonic process, which may not have children."""
+    if proto.ByteSize() <= SERVED_BYTES:
+        return _reply(proto, *_served(proto, data_prop))
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -58,7 +154,10 @@ def _in_child(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
     _, status = os.waitpid(pid, 0)
     if not data:
         raise ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)))
-    kind, payload = pickle.loads(data)
+    return _reply(proto, *pickle.loads(data))
+
+
+def _reply(proto: onnx.ModelProto, kind: str, payload) -> onnx.ModelProto:
     if kind == "error":
         raise payload
     inferred = onnx.ModelProto.FromString(payload)
