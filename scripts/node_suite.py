@@ -93,13 +93,30 @@ def out_of_scope(model: onnx.ModelProto) -> str | None:
     return None
 
 
+# builders whose expected output onnx's pure-Python pooling reference takes ~10-35 s each to compute
+# (a 32x32x32 volume, 3 of the collection's ~45 s); the other 3-D pooling cases stay in
+SLOW_BUILDERS = {"export_averagepool_3d_default": "test_averagepool_3d_default",
+                 "export_lppool_3d_default": "test_lppool_3d_default",
+                 "export_maxpool_3d_default": "test_maxpool_3d_default"}
+
+
 def collect(only: str | None = None) -> tuple[list[Case], dict[str, str]]:
     """The in-scope cases, and the out-of-scope ones' reasons by name."""
+    from onnx.backend.test.case import base
     import onnx.backend.test.case.node as node_cases
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")            # the case builders' own overflow warnings
-        every = node_cases.collect_testcases(None)
-    cases, skipped = [], {}
+    builds = base._Exporter.__init__
+
+    def without_slow_builders(cls, name, bases, dct):   # a class's builders run as it is made
+        builds(cls, name, bases, {k: v for k, v in dct.items() if k not in SLOW_BUILDERS})
+    base._Exporter.__init__ = without_slow_builders
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")            # the case builders' own overflow warnings
+            every = node_cases.collect_testcases(None)
+    finally:
+        base._Exporter.__init__ = builds
+    cases, skipped = [], {name: "its expected output takes onnx's reference ~10-35 s (SLOW_BUILDERS)"
+                          for name in SLOW_BUILDERS.values()}
     for c in every:
         if only and only not in c.name:
             continue
