@@ -16,11 +16,14 @@ import numpy as np
 import onnx
 
 from converter.ncnn_side.bin_size import size_record
-from converter.ncnn_side.layout import sidecar_path
+from converter.generation import decoder_io
+from converter.ncnn_side.layout import sidecar_bytes, sidecar_path
+from converter.ncnn_side.writer import bin_chunks, param_text, write_atomically
 from converter.onnx_side.host_tail import script_block, tail_path
 from converter.onnx_side.isolated_inference import signal_name
 from converter.onnx_side.loader import read_model
 from converter.onnx_side.pnnx_args import pnnx_input_shapes
+from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
 from converter.verification.fp16 import weight_warnings
 from converter.verification.harness import harness_script, script_path
 
@@ -66,6 +69,35 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool, paths
                if k in model.stats},
             **({"tail": model.tail.record(str(tail_path(param)))} if model.tail is not None else {}),
             **record_fields(model, param)}
+
+
+def write_prompt_file(source, result: dict, options: dict, fp16: bool = False) -> str:
+    """The prompt file of a decoder step whose attention reads no mask (PROMPT_FILE in
+    converter/shapes/decoder_layout.py): `source` converted again with `options` (convert's keyword
+    arguments) and its first past's growing axis fixed at 0, which drops every past. Its .param and io
+    record go beside `result`'s files (write_conversion's); it loads their .bin, checked here to hold
+    the same bytes. Returns its .param path; ConversionError (one line) when it cannot be made."""
+    name, (shape, axis) = next(iter(decoder_io(result)["caches"].items()))
+    empty = [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
+    prompt = convert(source, **{**options, "input_shapes": {**(options.get("input_shapes") or {}), name: empty}})
+    if not _same_bin(prompt.graph, fp16, result["bin"]):
+        raise ConversionError(f"the prompt file (the past removed) would need other weights than {result['bin']}")
+    param = prompt_param_path(result["param"])
+    try:
+        write_atomically({param: param_text(prompt.graph, prompt.names).encode(),
+                          sidecar_path(param): sidecar_bytes(prompt.io())})
+    except OSError as exc:
+        raise ConversionError(f"cannot write output files: {exc.strerror or exc}: {exc.filename or param.parent}")
+    return str(param)
+
+
+def _same_bin(graph, fp16: bool, bin_path) -> bool:
+    """Whether `graph`'s .bin would be the bytes of the file `bin_path`, read a weight at a time."""
+    with open(bin_path, "rb") as f:
+        for chunk in bin_chunks(graph, fp16):
+            if f.read(len(memoryview(chunk).cast("B"))) != bytes(chunk):
+                return False
+        return f.read(1) == b""
 
 
 def record_fields(model: NcnnModel, param) -> dict:
@@ -131,10 +163,15 @@ def convert_one(model_path: str, options: Options) -> dict:
             warnings.simplefilter("ignore")
             proto, _ = read_model(model_path)
             shapes, values = _model_options(proto, options)
-            converted = convert(proto, shapes, input_values=values, share_weights=options.share_weights,
-                                target_ncnn=options.target_ncnn, host_tail=options.host_tail)
+            kwargs = dict(input_values=values, share_weights=options.share_weights, target_ncnn=options.target_ncnn,
+                          host_tail=options.host_tail)
+            converted = convert(proto, shapes, **kwargs)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
+            if converted.graph.meta.get(PROMPT_FILE):       # a generation starts from it
+                converted.graph = None
+                row["prompt_param"] = write_prompt_file(model_path, row, {**kwargs, "input_shapes": shapes},
+                                                        options.fp16)
     except ConversionError as exc:
         row.update(status="refused", error=_one_line(exc))
     except MemoryError:

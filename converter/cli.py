@@ -31,13 +31,14 @@ from converter.run_command import (
     time_runs,
     timing_line,
 )
+from converter.shapes.decoder_layout import PROMPT_FILE
 from converter.verification.check import verify
 from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
 from converter.verification.report import check_report_path, write_report
 from converter.verification.verify_text import broadcast_summary, verify_lines
 
 from .api import convert, load_ncnn
-from .batch_convert import Options, approximate_line, run_batch, write_conversion
+from .batch_convert import Options, approximate_line, run_batch, write_conversion, write_prompt_file
 from .calibration import calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
@@ -133,11 +134,11 @@ def _convert_one(args, source: str, int8: str) -> int:
     """Convert `source` (the model, or its calibrated QDQ form) into files named after args.model."""
     args.model = args.model[0]
     progress = Progress(label="convert") if _shows_progress(args) else None
+    options = dict(input_shapes=_input_shapes(args), input_values=_input_values(args.input_value), int8=int8,
+                   share_weights=args.share_weights, target_ncnn=args.target_ncnn,
+                   outputs=_output_names(args.outputs), host_tail=args.host_tail, block_quant=args.block_quant)
     try:
-        model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
-                        progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
-                        outputs=_output_names(args.outputs), host_tail=args.host_tail,
-                        block_quant=args.block_quant)
+        model = convert(source, progress=progress, **options)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16, args.paths)
@@ -145,6 +146,9 @@ def _convert_one(args, source: str, int8: str) -> int:
             print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
         for note in model.stats.get("notes", []):
             print(f"onnx2ncnn: note: {note}", file=sys.stderr)
+        if model.graph.meta.get(PROMPT_FILE):     # a generation starts from it (decoder_layout.PROMPT_FILE)
+            model.graph = None          # its weights, before the second conversion holds another copy
+            result["prompt_param"] = write_prompt_file(source, result, options, args.fp16)
     finally:    # a refused model must not get a progress line after its one error line
         if progress is not None:
             progress.timer.cancel()
@@ -154,8 +158,11 @@ def _convert_one(args, source: str, int8: str) -> int:
     if args.json:
         print(json.dumps(result))
         return EXIT_OK
-    print(f"wrote {param} and {bin_}: {len(model.graph.nodes)} layers; {broadcast_summary(model.stats)}")
+    print(f"wrote {param} and {bin_}: {result['layers']} layers; {broadcast_summary(model.stats)}")
     print(size_line(result))
+    if "prompt_param" in result:
+        print(f"  and {result['prompt_param']}: the same model with the past removed, on the same .bin "
+              f"(a generation's first call: these files' attention reads no mask)")
     if "int8_layers" in model.stats:     # a quantized model: what runs int8, what runs in float and why
         dropped = f"; {len(model.stats['int8_dropped'])} activation Q/DQ pairs dropped" if "int8_dropped" in model.stats else ""
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")

@@ -13,6 +13,12 @@ of zeros that the attention mask marks absent (mask 0): a masked key gets the ma
 contributes exactly nothing after the softmax, and positions come from position_ids, not from the
 cache length. onnxruntime runs the same loop with slots=0 (a true empty past), so a comparison of
 the two checks that the placeholder changes nothing.
+
+Files whose attention reads no mask (onnxruntime-genai's GroupQueryAttention: PROMPT_FILE in
+converter/shapes/decoder_layout.py) cannot mask a placeholder row: their first call goes instead to
+the prompt file convert writes beside them (`first=`, with slots=0), the same model with the past
+removed, as onnxruntime-genai runs them: the prompt at once from an empty past, then one token
+per call with a mask of ones.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from converter.shapes.decoder_layout import cache_pairs, is_cross, past_inputs
+from converter.shapes.decoder_layout import cache_pairs, is_cross, past_inputs, prompt_param_path
 from converter.ncnn_side.layout import sidecar_path, to_ncnn, to_onnx
 from converter.ncnn_side.runtime import NcnnRunner
 
@@ -61,9 +67,10 @@ def decoder_io(record: dict) -> dict:
 
 
 def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int = 0,
-           fixed: dict[str, np.ndarray] | None = None) -> Generated:
+           fixed: dict[str, np.ndarray] | None = None, first: Step | None = None) -> Generated:
     """Greedy generation: `step` maps ONNX-named feeds to ONNX-named outputs; `io` is
-    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past."""
+    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past.
+    `first`, when given, runs the first call without the cache inputs (a prompt file, slots=0)."""
     fixed = dict(fixed or {})
     missing = [n for n in io["others"] if n not in fixed]
     if missing:
@@ -81,7 +88,10 @@ def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int 
             feeds[MASK] = np.array([mask], np.int64)
         if POSITIONS in io["inputs"]:
             feeds[POSITIONS] = np.arange(position, position + len(ids), dtype=np.int64)[None]
-        result = step(feeds)
+        if first is not None and not out.tokens:
+            result = first({k: v for k, v in feeds.items() if k not in io["caches"]})
+        else:
+            result = step(feeds)
         last = np.asarray(result[LOGITS], np.float32).reshape(-1, result[LOGITS].shape[-1])[-1]
         out.logits.append(last)
         out.tokens.append(int(np.argmax(last)))
@@ -121,6 +131,12 @@ def ncnn_step(param, bin_, record: dict, runner=None) -> Step:
 
 def read_record(param_path) -> dict:
     return json.loads(Path(sidecar_path(param_path)).read_text(encoding="utf-8"))
+
+
+def prompt_file(param_path) -> Path | None:
+    """The prompt file convert wrote beside `param_path` (PROMPT_FILE), or None."""
+    path = prompt_param_path(param_path)
+    return path if path.is_file() else None
 
 
 def compare(reference: Generated, got: Generated, rtol: float) -> list[str]:

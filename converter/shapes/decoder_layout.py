@@ -19,8 +19,24 @@ loop's contract (converter/generation.py).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from converter.shapes.symbolic import Ref, Term, op
+
+# graph.meta key set by a lowering whose attention reads the past whole, the mask unread (com.microsoft
+# GroupQueryAttention: its seqlens_k is taken to be P + T - 1, as onnxruntime-genai feeds it at batch 1).
+# No cache row can be masked out there, so a generation cannot start from a placeholder row the mask
+# marks absent (onnxruntime's GQA overwrites such a row; these files would attend it and rotate one
+# position too far): it starts from the same model with the past removed, the prompt file convert
+# writes beside (converter/batch_convert.py write_prompt_file), on the same .bin.
+PROMPT_FILE = "prompt_file"
+
+
+def prompt_param_path(param) -> Path:
+    """`m.ncnn.param` -> `m.ncnn.prompt.param` (its io record `m.ncnn.prompt.json`)."""
+    param = Path(param)
+    return param.with_name(f"{param.stem}.prompt{param.suffix}")
+
 
 _PAST = re.compile(r"^(?:past_key_values|past_key_value|past)[._](.+)$")
 _PRESENT = re.compile(r"^(?:present_key_values|present_key_value|present)[._](.+)$")

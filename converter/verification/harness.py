@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
 from converter.verification.harness_generate import generate_block
 
 TEMPLATE = '''#!/usr/bin/env python3
@@ -59,7 +60,7 @@ def check_ncnn_version(ncnn):
 {tail_block}
 
 class Model:
-    def __init__(self, threads=2):
+    def __init__(self, threads=2, param=None, io=None):
         try:
             import ncnn
         except ImportError:
@@ -72,14 +73,17 @@ class Model:
             if hasattr(self.net.opt, option):
                 setattr(self.net.opt, option, False)
         self.net.opt.num_threads = threads
-        if self.net.load_param(str(PARAM)) != 0 or self.net.load_model(str(BIN)) != 0:
-            raise RuntimeError(f"ncnn could not load {{PARAM}} / {{BIN}}")
+        # `param`, `io`: another .param on the same .bin with its own inputs and outputs (a decoder's prompt file)
+        self.param, (self.inputs, self.outputs) = param or PARAM, io or (INPUTS, OUTPUTS)
+        if self.net.load_param(str(self.param)) != 0 or self.net.load_model(str(BIN)) != 0:
+            raise RuntimeError(f"ncnn could not load {{self.param}} / {{BIN}}")
 
     def run(self, feeds):
         """{{ONNX input name: array in ONNX layout}} -> {{ONNX output name: array in ONNX layout}}."""
-        check_feeds(feeds)
+        if self.inputs is INPUTS:
+            check_feeds(feeds)
         extractor = self.net.create_extractor()
-        for entry in INPUTS:
+        for entry in self.inputs:
             array = np.asarray(feeds[entry["onnx"]])
             if entry["batch_axis"] is not None:
                 array = np.squeeze(array, entry["batch_axis"])
@@ -88,7 +92,7 @@ class Model:
             # clone: a Mat wraps the numpy memory, and layers working in place would write into it
             extractor.input(entry["ncnn"], self.ncnn.Mat(array).clone())
         outputs = {{}}
-        for entry in OUTPUTS:
+        for entry in self.outputs:
             code, mat = extractor.extract(entry["ncnn"])
             if code != 0:
                 raise RuntimeError(f"ncnn failed to compute {{entry['ncnn']}} (code {{code}})")
@@ -296,11 +300,13 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
     int8_gemm = any(n.op == "Gemm" and 0 < int(n.params.get(18, 0)) < 400 for n in model.graph.topological())
-    return with_generation(text, io, script.name, int8_gemm)
+    prompt = prompt_param_path(param_path).name if model.graph.meta.get(PROMPT_FILE) else None
+    return with_generation(text, io, script.name, int8_gemm, prompt)
 
 
-def with_generation(text: str, io: dict, script_name: str, int8_gemm: bool = False) -> str:
-    """A decoder step's script also generates tokens (converter/verification/harness_generate.py)."""
-    block = generate_block(io, script_name, int8_gemm)
+def with_generation(text: str, io: dict, script_name: str, int8_gemm: bool = False, prompt: str | None = None) -> str:
+    """A decoder step's script also generates tokens (converter/verification/harness_generate.py);
+    `prompt`: the prompt file its generation starts from (PROMPT_FILE), a name beside the .param."""
+    block = generate_block(io, script_name, int8_gemm, prompt)
     tail = '\n\nif __name__ == "__main__":'
     return text if block is None else text.replace(tail, block + tail)

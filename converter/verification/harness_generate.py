@@ -1,7 +1,9 @@
 """The `--generate N` mode of `<stem>_ncnn.py` for a decoder step (converter/generation.py's loop,
 written out so that the script needs numpy and ncnn only): prefill a prompt, decode N tokens
 greedily carrying present -> past between calls; with --check, onnxruntime runs the same loop on
-the .onnx (from a true empty past) and tokens and logits are compared step by step."""
+the .onnx (from a true empty past) and tokens and logits are compared step by step. Files whose
+attention reads no mask (PROMPT_FILE in converter/shapes/decoder_layout.py) start from their prompt
+file instead of a masked placeholder row."""
 from __future__ import annotations
 
 from converter.generation import decoder_io
@@ -14,12 +16,16 @@ PRESENT = {pairs!r}   # present output -> the past input it becomes in the next 
 OTHERS = {others!r}   # other inputs: the same value at every call (fed from NAME=FILE.npy)
 # ncnn cannot hold an empty Mat: the first call gets one cache row of zeros that the mask marks absent
 SLOTS = 1
+# or, where the attention reads no mask (onnxruntime-genai's GroupQueryAttention), the first call goes
+# to this prompt file: the same model with the past removed, on the same .bin (None: no such file)
+PROMPT_PARAM = {prompt!r}
 # --check: logits within this fraction of their largest at every step ({why})
 LOGITS_RTOL = {rtol!r}
 
 
-def generate(run, prompt, steps, slots, fixed):
-    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs."""
+def generate(run, prompt, steps, slots, fixed, first=None):
+    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs (`first`,
+    when given, runs the first call: the prompt file)."""
     past = {{n: np.zeros([slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)],
                         np.float32) for n, (shape, axis) in CACHES.items()}}
     names = {{e["onnx"] for e in INPUTS}}
@@ -31,7 +37,7 @@ def generate(run, prompt, steps, slots, fixed):
             feeds["attention_mask"] = np.array([mask], np.int64)
         if "position_ids" in names:
             feeds["position_ids"] = np.arange(position, position + len(ids), dtype=np.int64)[None]
-        out = run(feeds)
+        out = (first if first is not None and not tokens else run)(feeds)
         last = np.asarray(out["logits"], np.float32).reshape(-1, out["logits"].shape[-1])[-1]
         logits.append(last)
         tokens.append(int(np.argmax(last)))
@@ -52,7 +58,8 @@ def generate_main(argv, steps):
     if missing:
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
     model = loaded(threads=1)
-    tokens, logits = generate(model.run, prompt, steps, SLOTS, fixed)
+    first = prompt_model().run if PROMPT_PARAM else None
+    tokens, logits = generate(model.run, prompt, steps, 0 if first else SLOTS, fixed, first)
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:
         return
@@ -77,6 +84,18 @@ def generate_main(argv, steps):
     sys.exit(0 if passed else 1)
 
 
+def prompt_model():
+    """The prompt file as a Model (its io from its .json record), or one line and exit 1 without it."""
+    import json
+    param = HERE / PROMPT_PARAM
+    record = param.with_suffix(".json")
+    if not (param.is_file() and record.is_file()):
+        sys.exit(f"--generate: the attention of these files reads no mask, so a generation starts from "
+                 f"the prompt file {{PROMPT_PARAM}} (and its .json) that convert writes beside them: not found")
+    io = json.loads(record.read_text(encoding="utf-8"))
+    return Model(1, param, (io["inputs"], io["outputs"]))
+
+
 _main = main
 
 
@@ -98,13 +117,14 @@ def main(argv):
 INT8_GEMM_RTOL = 2e-2      # --block-quant int8 (converter/lowering/genai_matmulnbits.py: the stated deviation)
 
 
-def generate_block(record: dict, script_name: str, int8_gemm: bool = False) -> str | None:
+def generate_block(record: dict, script_name: str, int8_gemm: bool = False, prompt: str | None = None) -> str | None:
     """The script text that adds --generate, for a decoder step's io record; None for others.
-    `int8_gemm`: the files quantize activations in int8 Gemms, and --check allows their deviation."""
+    `int8_gemm`: the files quantize activations in int8 Gemms, and --check allows their deviation.
+    `prompt`: the prompt file's name (PROMPT_FILE in converter/shapes/decoder_layout.py), or None."""
     try:
         io = decoder_io(record)
     except (ValueError, KeyError):
         return None
     why = ("int8 Gemm projections, --block-quant int8" if int8_gemm else "float32 arithmetic")
     return GENERATE.format(script=script_name, caches=io["caches"], pairs=io["pairs"], others=io["others"],
-                           rtol=INT8_GEMM_RTOL if int8_gemm else 1e-4, why=why)
+                           rtol=INT8_GEMM_RTOL if int8_gemm else 1e-4, why=why, prompt=prompt)

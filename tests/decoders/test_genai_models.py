@@ -5,6 +5,8 @@ runtime (a child process) and the interpreter. The int4 models' MatMulNBits in e
 form: keep (exact), int8 (the default: within a stated deviation) and dequantize (exact)."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -106,3 +108,35 @@ def test_generated_check_allows_the_int8_deviation(pairs, tmp_path):
     texts = {mode: harness_script(pairs("qwen2_int4", mode).decode, tmp_path / "m.ncnn.param",
                                   tmp_path / "m.ncnn.bin", path, {}, {}) for mode in ("int8", "keep")}
     assert f"LOGITS_RTOL = {INT8_LOGITS!r}" in texts["int8"] and "LOGITS_RTOL = 0.0001" in texts["keep"]
+
+
+PROMPT = [5, 77, 140, 9, 33]
+
+
+def test_generated_check_generates_as_genai(tmp_path):
+    """`onnx2ncnn convert` writes, beside the decode files, the prompt file (the past removed, on the
+    same .bin: GroupQueryAttention reads no mask, so a placeholder cache row cannot be masked out), and
+    `<stem>_ncnn.py --generate 12 --check` passes in real ncnn: equal tokens, logits within 1e-4 at every
+    step, against onnxruntime fed as onnxruntime-genai feeds it. The interpreter, through
+    converter.generation with first=, agrees as well; the decode file alone, started from the placeholder
+    row, does not (what the check reported before: logits ~1e-3 off)."""
+    from converter.api import load_ncnn
+    from converter.cli import main
+    from converter.generation import (compare, decoder_io, greedy, interpreter_step, onnxruntime_step,
+                                      prompt_file, read_record)
+    name = "qwen3_fp32"
+    assert main(["convert", str(MODELS / f"{name}.onnx"), "-o", str(tmp_path), "-q"]) == 0
+    param = tmp_path / f"{name}.ncnn.param"
+    prompt = prompt_file(param)
+    assert prompt is not None and not any(e["onnx"].startswith("past") for e in read_record(prompt)["inputs"])
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == [f"{name}.ncnn.bin"]      # one .bin for both
+    done = subprocess.run([sys.executable, str(tmp_path / f"{name}_ncnn.py"), "--generate", "12", "--prompt",
+                           ",".join(map(str, PROMPT)), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok: 12 tokens equal to onnxruntime's, logits within 0.0001" in done.stdout
+    io = decoder_io(read_record(param))
+    reference = greedy(onnxruntime_step(MODELS / f"{name}.onnx"), io, PROMPT, 12)
+    decode = interpreter_step(load_ncnn(param, param.with_suffix(".bin")))
+    ours = greedy(decode, io, PROMPT, 12, first=interpreter_step(load_ncnn(prompt, param.with_suffix(".bin"))))
+    assert compare(reference, ours, 1e-4) == []
+    assert compare(reference, greedy(decode, io, PROMPT, 12, slots=1), 1e-4)      # the placeholder row is attended
