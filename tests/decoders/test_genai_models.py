@@ -106,3 +106,38 @@ def test_generated_check_allows_the_int8_deviation(pairs, tmp_path):
     texts = {mode: harness_script(pairs("qwen2_int4", mode).decode, tmp_path / "m.ncnn.param",
                                   tmp_path / "m.ncnn.bin", path, {}, {}) for mode in ("int8", "keep")}
     assert f"LOGITS_RTOL = {INT8_LOGITS!r}" in texts["int8"] and "LOGITS_RTOL = 0.0001" in texts["keep"]
+
+
+def test_one_token_decode_file(runner, tmp_path):
+    """A decode file converted at one new token (input_ids 1 x 1, what a decode step feeds) holds its
+    projections as InnerProducts, ncnn's one-row kernel (faster than Gemm's for one row in the real
+    runtime: scripts/projection_forms.py), no Gemm; its step on a past of 5 gives onnxruntime's logits and
+    present key/values in real ncnn and the interpreter."""
+    import numpy as np
+    import onnxruntime as ort
+
+    import converter
+    from converter.ncnn_side.layout import to_ncnn, to_onnx
+
+    from .genai_loop import head_config, past_names
+    path = MODELS / "qwen2_fp32.onnx"
+    model = converter.convert(str(path), input_shapes={"input_ids": [1, 1]})
+    layers = Counter(n.op for n in model.graph.topological())
+    assert layers["InnerProduct"] == 11 and "Gemm" not in layers      # 5 per layer and the lm_head
+    groups, dim = head_config(path)
+    rng = np.random.default_rng(1)
+    feeds = {"input_ids": np.array([[17]], np.int64), "attention_mask": np.ones((1, 6), np.int64),
+             **{p: rng.standard_normal((1, groups, 5, dim)).astype(np.float32) for p in past_names(path)}}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    param, bin_ = tmp_path / "decode1.ncnn.param", tmp_path / "decode1.ncnn.bin"
+    model.save(param, bin_)
+    io = model.io()
+    ins, outs = {e["onnx"]: e for e in io["inputs"]}, {e["ncnn"]: e for e in io["outputs"]}
+    ours = {k: v.astype(np.float32) if k == "attention_mask" else v for k, v in feeds.items()}
+    got = runner.run(param, bin_, {ins[k]["ncnn"]: to_ncnn(v, ins[k]) for k, v in ours.items() if k in ins},
+                     list(outs), threads=1)
+    for backend in ({outs[k]["onnx"]: to_onnx(v, outs[k]) for k, v in got.items()}, model.run(ours)):
+        assert set(backend) == set(ref)
+        for name, value in ref.items():
+            assert np.abs(backend[name] - value).max() <= 1e-4 * max(1.0, np.abs(value).max()), name
