@@ -66,6 +66,11 @@ def test_ncnn_llm_form(name, pairs):
     if "int4" in name:
         assert all(n.params.get(18, 0) // 100 == 4 for n in gemms)
     assert not {"Reduction", "Cast", "Softmax", "MatMul"} & set(layers)
+    # each layer crops its cos/sin rows from a table of a row count ncnn does not pack (it would pack the
+    # whole table anew for every Crop reading it)
+    crops = [n for n in pair.decode.graph.topological() if n.op == "Crop" and n.name.endswith(("_cos", "_sin"))]
+    assert len(crops) == 2 * n_layers
+    assert all(pair.decode.graph.tensors[n.inputs[0]].ncnn_shape[0] % 4 for n in crops)
     prompt_layers = Counter(n.op for n in pair.prompt.graph.topological())
     assert prompt_layers["Concat"] == 0 and not any(i.startswith("past") for i in pair.prompt.graph.inputs)
 
