@@ -16,7 +16,9 @@ as the decoder's RMSNorm leaves it) in these forms:
 
 Rounds alternate over a shape's forms (load on a shared machine hits all alike); a round takes the best
 of R runs; the table shows the best round (min) and the median round in microseconds of the running
-thread's CPU time, and each form / ort (onnxruntime's MatMul on the same weights and rows). Runs happen in this process: run it on its own.
+thread's CPU time, and each form / ort (onnxruntime's MatMul on the same weights and rows). Runs happen
+in this process: run it on its own. --cold writes 64 MB before each run, so the weights come from memory
+as in a whole 2 GB decoder (the small projections otherwise stay in the last-level cache).
 """
 from __future__ import annotations
 
