@@ -4,7 +4,10 @@ Both compute y[m] = W x[m] + b per row in fp32. The x86 runtime (1.0.20261020) r
 a 2-D blob row by row: 8.8 ms against Gemm's 1.1 ms for 197x192 @ 192x768 on one thread (a ViT's
 MLP), while for a 17x32 @ 32x64 product they tie. So every row-wise InnerProduct without a fused
 activation or int8 becomes Gemm (transB=1: B is the InnerProduct weight as stored, N x K; C one
-value per column, broadcast type 4). A 1-D input (one vector) stays an InnerProduct. One walk.
+value per column, broadcast type 4). A 1-D input (one vector) and a single row stay InnerProducts: for
+one row ncnn's InnerProduct streams its packed weights faster than Gemm (a decoder step at one token,
+Qwen2.5-0.5B's projections with the weights out of cache: 0.74-1.0x onnxruntime's MatMul against Gemm's
+0.85-1.07x, scripts/projection_forms.py; Gemm wins from 32 rows). One walk.
 """
 from __future__ import annotations
 

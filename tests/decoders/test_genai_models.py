@@ -68,6 +68,11 @@ def test_ncnn_llm_form(name, pairs):
     if "int4" in name:
         assert all(n.params.get(18, 0) // 100 == 4 for n in gemms)
     assert not {"Reduction", "Cast", "Softmax", "MatMul"} & set(layers)
+    # each layer crops its cos/sin rows from a table of a row count ncnn does not pack (it would pack the
+    # whole table anew for every Crop reading it)
+    crops = [n for n in pair.decode.graph.topological() if n.op == "Crop" and n.name.endswith(("_cos", "_sin"))]
+    assert len(crops) == 2 * n_layers
+    assert all(pair.decode.graph.tensors[n.inputs[0]].ncnn_shape[0] % 4 for n in crops)
     prompt_layers = Counter(n.op for n in pair.prompt.graph.topological())
     assert prompt_layers["Concat"] == 0 and not any(i.startswith("past") for i in pair.prompt.graph.inputs)
 
@@ -140,3 +145,38 @@ def test_generated_check_generates_as_genai(tmp_path):
     ours = greedy(decode, io, PROMPT, 12, first=interpreter_step(load_ncnn(prompt, param.with_suffix(".bin"))))
     assert compare(reference, ours, 1e-4) == []
     assert compare(reference, greedy(decode, io, PROMPT, 12, slots=1), 1e-4)      # the placeholder row is attended
+
+
+def test_one_token_decode_file(runner, tmp_path):
+    """A decode file converted at one new token (input_ids 1 x 1, what a decode step feeds) holds its
+    projections as InnerProducts, ncnn's one-row kernel (faster than Gemm's for one row in the real
+    runtime: scripts/projection_forms.py), no Gemm; its step on a past of 5 gives onnxruntime's logits and
+    present key/values in real ncnn and the interpreter."""
+    import numpy as np
+    import onnxruntime as ort
+
+    import converter
+    from converter.ncnn_side.layout import to_ncnn, to_onnx
+
+    from .genai_loop import head_config, past_names
+    path = MODELS / "qwen2_fp32.onnx"
+    model = converter.convert(str(path), input_shapes={"input_ids": [1, 1]})
+    layers = Counter(n.op for n in model.graph.topological())
+    assert layers["InnerProduct"] == 11 and "Gemm" not in layers      # 5 per layer and the lm_head
+    groups, dim = head_config(path)
+    rng = np.random.default_rng(1)
+    feeds = {"input_ids": np.array([[17]], np.int64), "attention_mask": np.ones((1, 6), np.int64),
+             **{p: rng.standard_normal((1, groups, 5, dim)).astype(np.float32) for p in past_names(path)}}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    param, bin_ = tmp_path / "decode1.ncnn.param", tmp_path / "decode1.ncnn.bin"
+    model.save(param, bin_)
+    io = model.io()
+    ins, outs = {e["onnx"]: e for e in io["inputs"]}, {e["ncnn"]: e for e in io["outputs"]}
+    ours = {k: v.astype(np.float32) if k == "attention_mask" else v for k, v in feeds.items()}
+    got = runner.run(param, bin_, {ins[k]["ncnn"]: to_ncnn(v, ins[k]) for k, v in ours.items() if k in ins},
+                     list(outs), threads=1)
+    for backend in ({outs[k]["onnx"]: to_onnx(v, outs[k]) for k, v in got.items()}, model.run(ours)):
+        assert set(backend) == set(ref)
+        for name, value in ref.items():
+            assert np.abs(backend[name] - value).max() <= 1e-4 * max(1.0, np.abs(value).max()), name
