@@ -120,8 +120,9 @@ def cmd_convert(args) -> int:
             source = calibrated(args.model[0], args.calibrate, folder, _input_shapes(args), not args.quiet)
             return _convert_one(args, source, int8_mode(args))
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
-        if args.outputs:
-            raise UsageError("convert: --outputs names tensors of one model; convert several models one by one")
+        if args.outputs or args.nchw_input:
+            raise UsageError(f"convert: {'--outputs' if args.outputs else '--nchw-input'} names tensors of one model; "
+                             f"convert several models one by one")
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16,
                           args.share_weights, args.target_ncnn, host_tail=args.host_tail)
@@ -137,7 +138,7 @@ def _convert_one(args, source: str, int8: str) -> int:
         model = convert(source, _input_shapes(args), input_values=_input_values(args.input_value),
                         progress=progress, int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
                         outputs=_output_names(args.outputs), host_tail=args.host_tail,
-                        block_quant=args.block_quant)
+                        block_quant=args.block_quant, nchw_inputs=args.nchw_input)
         if progress is not None:
             progress("writing")
         result = write_conversion(model, args.model, args.output_dir, args.fp16, args.paths)
@@ -259,7 +260,7 @@ def cmd_verify(args) -> int:
                             precision=args.precision, int8=int8_mode(args), float_model=float_model,
                             target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python,
                             outputs=_output_names(args.outputs), host_tail=args.host_tail,
-                            block_quant=args.block_quant)
+                            block_quant=args.block_quant, nchw_inputs=args.nchw_input)
     finally:    # a refused model must not get a progress line after its one error line
         if progress is not None:
             progress.timer.cancel()
