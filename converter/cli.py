@@ -121,8 +121,8 @@ def cmd_convert(args) -> int:
             return _convert_one(args, source, int8_mode(args))
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
         if args.outputs or args.nchw_input:
-            raise UsageError(f"convert: {'--outputs' if args.outputs else '--nchw-input'} names tensors of one model; "
-                             f"convert several models one by one")
+            raise UsageError(f"convert: {'--outputs names tensors' if args.outputs else '--nchw-input names inputs'} "
+                             f"of one model; convert several models one by one")
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16,
                           args.share_weights, args.target_ncnn, host_tail=args.host_tail)

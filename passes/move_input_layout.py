@@ -34,19 +34,17 @@ def plan(graph: Graph, name: str) -> tuple[list[Node], list[Node]] | str:
     t = graph.tensors[name]
     if t.rank != 4:
         return f"it is {'of unknown rank' if t.rank is None else f'{t.rank}-D'}, not a 4-D image"
-    steps, transposes, work, seen = [], [], [name], set()
+    steps, transposes, work, seen, other = [], [], [name], set(), None
     while work:
         tensor = work.pop()
         if tensor in graph.outputs:
-            return f"'{tensor}' is a model output in the input's layout"
+            other = other or f"'{tensor}' is a model output"
         for node in graph.consumers(tensor):
             if node.name in seen:
                 continue
             seen.add(node.name)
             computed = {i for i in node.inputs if i and not graph.tensors[i].is_constant}
-            if node.op == "Transpose" and _perm(node) == CHANNELS_FIRST:
-                if node.outputs[0] in graph.outputs:
-                    return f"Transpose '{node.origin or node.name}' writes a model output"
+            if node.op == "Transpose" and _perm(node) == CHANNELS_FIRST and node.outputs[0] not in graph.outputs:
                 transposes.append(node)
             elif node.op in ELEMENTWISE and not node.ncnn and computed == {tensor} and len(node.outputs) == 1 \
                     and graph.tensors[node.outputs[0]].rank == 4 \
@@ -55,11 +53,13 @@ def plan(graph: Graph, name: str) -> tuple[list[Node], list[Node]] | str:
                 work.append(node.outputs[0])
             else:
                 what = f"a Transpose by {list(_perm(node) or [])}" if node.op == "Transpose" else node.op
-                return (f"{what} '{node.origin or node.name}' reads '{tensor}' in the input's layout "
-                        f"(only a Transpose to channels-first, perm 0,3,1,2, after elementwise steps "
-                        f"with constant operands, can move onto the input)")
+                other = other or f"{what} '{node.origin or node.name}' reads '{tensor}'"
     if not transposes:
-        return "nothing reads it"
+        return (f"no Transpose to channels-first (perm 0,3,1,2) follows it: nothing to move"
+                f"{f' ({other} as it is)' if other else ''}")
+    if other:
+        return (f"{other} in the input's layout, besides the Transpose to channels-first: it would need a "
+                f"Permute back, which --nchw-input does not add")
     return steps, transposes
 
 
@@ -109,7 +109,7 @@ def move_input_layout(graph: Graph) -> dict:
                 graph.notes.append(hint(name))
             continue
         if isinstance(found, str):
-            raise ConversionError(f"--nchw-input {name}: the layout change cannot move onto the input: {found}")
+            raise ConversionError(f"--nchw-input {name}: {found}")
         _move(graph, name, *found)
         moved += 1
     if moved:
