@@ -94,10 +94,10 @@ def to_onnx(array: np.ndarray, entry: dict) -> np.ndarray:
         target = _fill(onnx_shape, array.size)
         return array.reshape(target) if target is not None else array
     perm, axis = entry.get(PERM_KEY), entry.get("batch_axis")
-    if perm:        # an input taken channels-first: back to the ONNX layout
+    if perm:        # an input taken channels-first, as ncnn's Mat (no batch axis): back to the ONNX layout
         if axis is not None and array.ndim == len(onnx_shape) - 1:
-            array = np.expand_dims(array, perm.index(axis))
-        return np.transpose(array, np.argsort(perm)) if array.ndim == len(perm) else array
+            return np.transpose(np.expand_dims(array, perm.index(axis)), np.argsort(perm))
+        return np.transpose(array, np.argsort(perm)) if axis is None and array.ndim == len(perm) else array
     if axis is not None and array.ndim == len(onnx_shape) - 1:
         return np.expand_dims(array, axis)
     return array

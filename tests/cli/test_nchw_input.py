@@ -121,9 +121,9 @@ def test_run_verify_and_the_script_take_nhwc(files, pixels, tmp_path):
     code, _, err = cli("run", param, bin_, "--input", spec, "--backend", "ncnn", "-o", tmp_path / "image.npz")
     assert code == 0, err
     np.testing.assert_allclose(np.load(tmp_path / "image.npz")["logits"], want_image, rtol=1e-4, atol=1e-5)
-    # verify feeds onnxruntime NHWC and ncnn channels-first, user arrays and images alike
-    for feed in (f"image={tmp_path / 'x.npy'}", spec):
-        code, out, err = cli("verify", NHWC, "--nchw-input", "image", "--backend", "both", "--input", feed)
+    # verify feeds onnxruntime NHWC and ncnn channels-first: user arrays, images, ncnn-layout Mats alike
+    for feed, *layout in ((f"image={tmp_path / 'x.npy'}",), (spec,), (f"image={tmp_path / 'chw.npy'}", "--layout", "ncnn")):
+        code, out, err = cli("verify", NHWC, "--nchw-input", "image", "--backend", "both", "--input", feed, *layout)
         assert code == 0 and "PASSED" in out and "[1, 24, 32, 3]" in out, out + err
     # the generated script: NHWC arrays in, --check against onnxruntime
     script = moved / "nhwc_classifier_ncnn.py"
