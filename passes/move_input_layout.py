@@ -34,6 +34,8 @@ def plan(graph: Graph, name: str) -> tuple[list[Node], list[Node]] | str:
     t = graph.tensors[name]
     if t.rank != 4:
         return f"it is {'of unknown rank' if t.rank is None else f'{t.rank}-D'}, not a 4-D image"
+    if t.shape[0] not in (1, None):
+        return f"its batch is {t.shape[0]}; ncnn takes one image at a time (batch 1: --input-shape {name}=1,...)"
     steps, transposes, work, seen, other = [], [], [name], set(), None
     while work:
         tensor = work.pop()

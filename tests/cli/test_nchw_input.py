@@ -8,15 +8,11 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-import converter
 from converter.cli import main
-from converter.ir import ConversionError
-from converter.ncnn_side.layout import PERM_KEY, to_ncnn
+from converter.ncnn_side.layout import PERM_KEY, to_ncnn, to_onnx
 from converter.ncnn_side.runtime import run_ncnn
 from converter.verification.image_input import parse_image_spec
 from onnx_cases import MODELS
@@ -122,8 +118,9 @@ def test_run_verify_and_the_script_take_nhwc(files, pixels, tmp_path):
     assert code == 0, err
     np.testing.assert_allclose(np.load(tmp_path / "image.npz")["logits"], want_image, rtol=1e-4, atol=1e-5)
     # verify feeds onnxruntime NHWC and ncnn channels-first: user arrays, images, ncnn-layout Mats alike
-    for feed, *layout in ((f"image={tmp_path / 'x.npy'}",), (spec,), (f"image={tmp_path / 'chw.npy'}", "--layout", "ncnn")):
-        code, out, err = cli("verify", NHWC, "--nchw-input", "image", "--backend", "both", "--input", feed, *layout)
+    for backend, feed, *layout in (("both", spec), ("interp", f"image={tmp_path / 'x.npy'}"),
+                                   ("interp", f"image={tmp_path / 'chw.npy'}", "--layout", "ncnn")):
+        code, out, err = cli("verify", NHWC, "--nchw-input", "image", "--backend", backend, "--input", feed, *layout)
         assert code == 0 and "PASSED" in out and "[1, 24, 32, 3]" in out, out + err
     # the generated script: NHWC arrays in, --check against onnxruntime
     script = moved / "nhwc_classifier_ncnn.py"
@@ -132,30 +129,13 @@ def test_run_verify_and_the_script_take_nhwc(files, pixels, tmp_path):
     assert run.returncode == 0 and "ok logits" in run.stdout, run.stdout + run.stderr
 
 
-def _uint8_model(extra_reader: bool) -> onnx.ModelProto:
-    """uint8 NHWC pixels -> Cast -> * (1/255) -> Transpose(0,3,1,2) -> Conv, as tf2onnx writes them;
-    `extra_reader`: a ReduceMean also reads the pixels channels-last."""
-    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["xf", "s"], ["xs"]),
-             helper.make_node("Transpose", ["xs"], ["xt"], perm=[0, 3, 1, 2]), helper.make_node("Conv", ["xt", "w"], ["y"])]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
-    if extra_reader:
-        nodes.append(helper.make_node("ReduceMean", ["xf"], ["r"], axes=[3]))
-        outputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, None))
-    weights = [numpy_helper.from_array(np.random.default_rng(0).normal(size=(4, 3, 1, 1)).astype(np.float32), "w"),
-               numpy_helper.from_array(np.array(1 / 255, np.float32), "s")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 8, 6, 3])],
-                              outputs, weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+def test_the_record_key_drives_to_ncnn_and_to_onnx_and_records_without_it_read_as_before(pixels):
+    entry = {"onnx": "image", "ncnn": "image", "onnx_shape": [1, 24, 32, 3], "ncnn_shape": [3, 24, 32],
+             "batch_axis": 0, "dtype": "float32", PERM_KEY: [0, 3, 1, 2]}
+    mat = to_ncnn(pixels, entry)
+    np.testing.assert_array_equal(mat, pixels[0].transpose(2, 0, 1))
+    np.testing.assert_array_equal(to_onnx(mat, entry), pixels)
+    old = {k: v for k, v in entry.items() if k != PERM_KEY} | {"ncnn_shape": [24, 32, 3]}
+    np.testing.assert_array_equal(to_ncnn(pixels, old), pixels[0])       # as before the key: the batch axis dropped
+    np.testing.assert_array_equal(to_onnx(pixels[0], old), pixels)
 
-
-def test_a_cast_and_scale_before_the_transpose_move_with_it_and_a_channels_last_reader_is_refused():
-    model = _uint8_model(extra_reader=False)
-    x = np.random.default_rng(1).integers(0, 256, (1, 8, 6, 3)).astype(np.uint8)
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    converted = converter.convert(model, nchw_inputs=["x"])
-    assert converted.io()["inputs"][0]["ncnn_shape"] == [3, 8, 6]
-    assert not any(n.op in ("Permute", "Transpose") for n in converted.graph.nodes.values())
-    np.testing.assert_allclose(converted.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ConversionError, match="ReduceMean .* besides the Transpose to channels-first"):
-        converter.convert(_uint8_model(extra_reader=True), nchw_inputs=["x"])
-    assert not any(HINT.split()[0] in note for note in converter.convert(_uint8_model(extra_reader=True)).graph.notes)
