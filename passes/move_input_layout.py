@@ -105,9 +105,11 @@ def move_input_layout(graph: Graph) -> dict:
                               f"are {', '.join(graph.inputs) or '(none)'}")
     moved = 0
     for name in list(graph.inputs):
+        if graph.tensors[name].onnx_perm is not None:       # moved already (the pass run twice)
+            continue
         found = plan(graph, name)
         if name not in graph.nchw_inputs:
-            if not isinstance(found, str):
+            if not isinstance(found, str) and hint(name) not in graph.notes:
                 graph.notes.append(hint(name))
             continue
         if isinstance(found, str):

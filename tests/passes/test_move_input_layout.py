@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import converter
 from converter.ir import ConversionError
+from passes.move_input_layout import move_input_layout
 
 
 def _model(nodes, outputs=("y",), dtype=TensorProto.FLOAT, shape=(1, 8, 6, 3)) -> onnx.ModelProto:
@@ -52,7 +53,8 @@ def test_two_transposes_and_a_per_pixel_constant_move_and_the_note_names_the_opt
                     _node("Transpose", ["xa"], "t2", **TO_CHW), _node("Conv", ["t1", "w"], "y"), _node("Relu", ["t2"], "z")],
                    outputs=("y", "z"))
     x = np.random.default_rng(2).normal(size=(1, 8, 6, 3)).astype(np.float32)
-    _matches_onnxruntime(model, {"x": x})
+    converted = _matches_onnxruntime(model, {"x": x})
+    assert move_input_layout(converted.graph) == {"input_layouts_moved": 0}       # run twice: nothing more
     notes = converter.convert(model).graph.notes
     assert [n for n in notes if "--nchw-input x" in n] == [notes[-1]]
 
