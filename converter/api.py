@@ -12,6 +12,7 @@ from onnx import numpy_helper
 from converter.ncnn_side.bin_size import model_weight_bytes
 from converter.ncnn_side.layout import (
     LAYOUTS,
+    PERM_KEY,
     declared_inputs,
     held_as,
     read_sidecar,
@@ -76,7 +77,9 @@ class NcnnModel:
                     "onnx_shape": None if onnx_shape is None else list(onnx_shape),
                     "ncnn_shape": None if t.shape is None else list(t.ncnn_shape),
                     "batch_axis": batch_axis,
-                    "dtype": (output_dtype if output else ncnn_dtype)(self.graph, name)}
+                    "dtype": (output_dtype if output else ncnn_dtype)(self.graph, name),
+                    # an NHWC input taken channels-first (passes/move_input_layout.py)
+                    **({PERM_KEY: list(t.onnx_perm)} if t.onnx_perm else {})}
         release = {"ncnn_min_version": self.stats["ncnn_min_version"]} if "ncnn_min_version" in self.stats else {}
         return {"inputs": [entry(n) for n in self.graph.inputs],
                 "outputs": [entry(n, output=True) for n in self.graph.outputs], **release}
@@ -151,7 +154,7 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
             broadcast_fix: bool = True, input_values: dict[str, object] | None = None,
             progress: Callable[[str], None] | None = None, int8: str = "exact", share_weights: bool = False,
             target_ncnn: int | None = None, outputs: list[str] | None = None, host_tail: bool = False,
-            block_quant: str = "int8") -> NcnnModel:
+            block_quant: str = "int8", nchw_inputs: list[str] | None = None) -> NcnnModel:
     """ONNX model (path or ModelProto) -> NcnnModel. Raises ConversionError with a one-line reason.
 
     `int8` places a quantized model's int8 (one of INT8_MODES): "exact" emulates every activation
@@ -165,14 +168,16 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     no layers for to onnxruntime after ncnn (NcnnModel.tail, saved as `<stem>_tail.onnx`).
     `block_quant` places weight-only block-quantized MatMuls (MatMulNBits; one of BLOCK_QUANT_MODES):
     "int8" per-channel int8 Gemm (fast, small, within a stated deviation), "dequantize" float32,
-    "keep" the blocks as ncnn's block-quantized Gemm (converter/lowering/genai_matmulnbits.py)."""
+    "keep" the blocks as ncnn's block-quantized Gemm (converter/lowering/genai_matmulnbits.py).
+    `nchw_inputs` names channels-last inputs ncnn takes channels-first (passes/move_input_layout.py)."""
     if int8 not in INT8_MODES:
         raise ValueError(f"int8 mode must be one of {', '.join(INT8_MODES)}, got {int8!r}")
     if block_quant not in BLOCK_QUANT_MODES:
         raise ValueError(f"block_quant must be one of {', '.join(BLOCK_QUANT_MODES)}, got {block_quant!r}")
     if progress is not None:
         progress("loading")
-    options = ConvertOptions(broadcast_fix, input_values, progress, int8, share_weights, target_ncnn, block_quant)
+    options = ConvertOptions(broadcast_fix, input_values, progress, int8, share_weights, target_ncnn, block_quant,
+                             nchw_inputs)
 
     def prepared(shapes) -> tuple:
         warnings: list[str] = []
@@ -194,11 +199,13 @@ class ConvertOptions:
     share_weights: bool = False
     target_ncnn: int | None = None
     block_quant: str = "int8"
+    nchw_inputs: list[str] | None = None
 
     def convert(self, proto, warnings: list[str]) -> NcnnModel:
         graph = graph_of_prepared(proto, list(warnings))
         graph.share_weights = self.share_weights
         graph.block_quant = self.block_quant
+        graph.nchw_inputs = set(self.nchw_inputs or ())
         return convert_prepared(graph, proto, self.broadcast_fix, self.input_values, self.progress, self.int8,
                                 self.target_ncnn)
 

@@ -121,8 +121,9 @@ def cmd_convert(args) -> int:
             source = calibrated(args.model[0], args.calibrate, folder, _input_shapes(args), not args.quiet)
             return _convert_one(args, source, int8_mode(args))
     if len(args.model) > 1 or Path(args.model[0]).is_dir():
-        if args.outputs:
-            raise UsageError("convert: --outputs names tensors of one model; convert several models one by one")
+        if args.outputs or args.nchw_input:
+            raise UsageError(f"convert: {'--outputs names tensors' if args.outputs else '--nchw-input names inputs'} "
+                             f"of one model; convert several models one by one")
         options = Options(args.output_dir, dict(parse_dims(t) for t in args.input_shape or []),
                           _input_values(args.input_value), args.pnnx_shapes or {}, args.fp16,
                           args.share_weights, args.target_ncnn, host_tail=args.host_tail)
@@ -136,7 +137,8 @@ def _convert_one(args, source: str, int8: str) -> int:
     progress = Progress(label="convert") if _shows_progress(args) else None
     options = dict(input_shapes=_input_shapes(args), input_values=_input_values(args.input_value), int8=int8,
                    share_weights=args.share_weights, target_ncnn=args.target_ncnn,
-                   outputs=_output_names(args.outputs), host_tail=args.host_tail, block_quant=args.block_quant)
+                   outputs=_output_names(args.outputs), host_tail=args.host_tail, block_quant=args.block_quant,
+                   nchw_inputs=args.nchw_input)
     try:
         model = convert(source, progress=progress, **options)
         if progress is not None:
@@ -266,7 +268,7 @@ def cmd_verify(args) -> int:
                             precision=args.precision, int8=int8_mode(args), float_model=float_model,
                             target_ncnn=args.target_ncnn, ncnn_python=args.ncnn_python,
                             outputs=_output_names(args.outputs), host_tail=args.host_tail,
-                            block_quant=args.block_quant)
+                            block_quant=args.block_quant, nchw_inputs=args.nchw_input)
     finally:    # a refused model must not get a progress line after its one error line
         if progress is not None:
             progress.timer.cancel()

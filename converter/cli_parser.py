@@ -44,6 +44,16 @@ SHAPE_HELP = ("fix an input's shape, e.g. input=1,3,224,224; '?' keeps a dim dyn
               "differ stay dynamic)")
 
 
+NCHW_HELP = ("a channels-last image input (NHWC, as TF/keras exports take) whose readers begin with a Transpose "
+             "to channels-first, after elementwise steps maybe: ncnn's Input takes it channels-first (c,h,w, what "
+             "ncnn::Mat::from_pixels fills) and the Transpose goes; the .json record tells run and the script "
+             "(repeatable; default: the model's layout, and a note when this applies)")
+
+
+def add_nchw_option(parser) -> None:
+    parser.add_argument("--nchw-input", action="append", metavar="NAME", help=NCHW_HELP)
+
+
 PER_MODEL = "; with several models it applies to each model that has that input"
 
 
@@ -99,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "--param path with .bin, or MODEL's stem + .ncnn.bin)")
     conv.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP + PER_MODEL)
     conv.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP + PER_MODEL)
+    add_nchw_option(conv)
     conv.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                       help="with several models, convert N at once, each in a worker process (default: 1)")
     conv.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: "
@@ -132,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--layout", choices=LAYOUTS, default="onnx", help=LAYOUT_HELP)
     ver.add_argument("--input-shape", action="append", metavar="NAME=DIMS", help=SHAPE_HELP)
     ver.add_argument("--input-value", action="append", metavar="NAME=VALUES", help=VALUE_HELP)
+    add_nchw_option(ver)
     ver.add_argument("--seed", type=int, default=0, help="seed for random inputs (default: 0)")
     ver.add_argument("--rtol", type=float, default=1e-3,
                      help="relative tolerance: pass where |got - ort| <= atol + rtol*|ort| (default: 1e-3)")

@@ -33,6 +33,9 @@ class Tensor:
     # a graph input/output whose axes were merged to fit ncnn keeps its ONNX shape and batch axis here
     onnx_shape: Shape | None = None
     onnx_batch_axis: int | None = None
+    # a graph input whose layout change moved onto it (passes/move_input_layout.py): ncnn's input, batch
+    # axis included, is the ONNX array transposed by these axes (onnx_shape keeps the ONNX shape)
+    onnx_perm: tuple[int, ...] | None = None
 
     @property
     def is_constant(self) -> bool:
@@ -114,6 +117,8 @@ class Graph:
         # convert --share-weights: a weight repeated for a batch is read once, at some speed cost
         # (converter/lowering/per_sample.py weight_read_per_sample)
         self.share_weights = False
+        # convert --nchw-input: channels-last inputs to take channels-first (passes/move_input_layout.py)
+        self.nchw_inputs: set[str] = set()
         # the ncnn release the files are written for (--target-ncnn; None: the newest known)
         self.ncnn_target: int | None = None
         # what lowerings keep per graph for each other (e.g. one cos/sin or mask blob that every

@@ -61,6 +61,7 @@ from .materialize_constants import materialize_constants
 from .merge_batch_into_channels import merge_batch_into_channels
 from .merge_broadcast_axes import merge_broadcast_axes
 from .merge_wide_axes import merge_wide_axes
+from .move_input_layout import move_input_layout
 from .narrow_quantize_clips import narrow_quantize_clips
 from .plan_int8 import plan_int8
 from .refuse_empty_blobs import refuse_empty_blobs
@@ -102,6 +103,9 @@ PIPELINE: list[Pass] = [
     fold_constants,
     # folded shape chains let onnx's inference fill shapes it could not see at load time
     infer_shapes,
+    # --nchw-input: once folding made a normalisation's divisor a constant and inference gave every
+    # tensor its shape, before any pass rewrites what reads the input (fusions, unrolled bodies)
+    move_input_layout,
     # a Loop with a constant trip count becomes copies of its body, folded and inferred in order; before
     # inline_if, which refuses the Loops left (an If inside a body is left a Loop, refused there too)
     unroll_loops,

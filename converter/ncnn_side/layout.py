@@ -4,7 +4,9 @@ ncnn has no batch axis and at most 4 axes: an ONNX input (1, 3, H, W) is the ncn
 and a tensor whose axes were merged to fit is reshaped. The conversion records this per graph
 input and output (NcnnModel.io(): ONNX shape, ncnn shape, batch axis, dtype); convert writes
 that record beside the .param as `<stem>.json` (the io sidecar), so that files read back later
-take and give ONNX-shaped arrays too. Files without one (pnnx's, or older ones) only have their
+take and give ONNX-shaped arrays too. An input whose layout change moved onto it (convert
+--nchw-input) also records `onnx_to_ncnn_perm`: ncnn's input, batch axis included, is the ONNX
+array transposed by it (an NHWC image: [0, 3, 1, 2]); records without that key take no transposition. Files without one (pnnx's, or older ones) only have their
 Input layers' declared extents: a feed of one more axis, leading extent 1, is taken as batched.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 LAYOUTS = ("onnx", "ncnn")
 SIDECAR_FORMAT = "onnx2ncnn-io/1"
+PERM_KEY = "onnx_to_ncnn_perm"      # an input's ONNX axes in ncnn's order (batch axis included)
 
 
 class LayoutError(ValueError):
@@ -56,7 +59,10 @@ def to_ncnn(array, entry: dict, layout: str = "onnx") -> np.ndarray:
                 if ncnn_shape is not None and _fits(array.shape, ncnn_shape) else "")
         raise LayoutError(f"input '{name}': array shape {list(array.shape)} does not fit its ONNX shape "
                           f"{['?' if d is None else d for d in onnx_shape]}{hint}")
-    axis = entry.get("batch_axis")
+    axis, perm = entry.get("batch_axis"), entry.get(PERM_KEY)
+    if perm:        # channels-first for ncnn (passes/move_input_layout.py)
+        array = np.transpose(array, perm)
+        axis = None if axis is None else perm.index(axis)
     if axis is not None:
         if array.shape[axis] != 1:
             raise LayoutError(f"input '{name}': ncnn runs one item at a time, the array has "
@@ -87,8 +93,13 @@ def to_onnx(array: np.ndarray, entry: dict) -> np.ndarray:
     if _merged(entry) or not onnx_shape:
         target = _fill(onnx_shape, array.size)
         return array.reshape(target) if target is not None else array
-    if entry.get("batch_axis") is not None and array.ndim == len(onnx_shape) - 1:
-        return np.expand_dims(array, entry["batch_axis"])
+    perm, axis = entry.get(PERM_KEY), entry.get("batch_axis")
+    if perm:        # an input taken channels-first, as ncnn's Mat (no batch axis): back to the ONNX layout
+        if axis is not None and array.ndim == len(onnx_shape) - 1:
+            return np.transpose(np.expand_dims(array, perm.index(axis)), np.argsort(perm))
+        return np.transpose(array, np.argsort(perm)) if axis is None and array.ndim == len(perm) else array
+    if axis is not None and array.ndim == len(onnx_shape) - 1:
+        return np.expand_dims(array, axis)
     return array
 
 

@@ -261,10 +261,11 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
            input_values: dict[str, object] | None = None, layout: str = "onnx",
            precision: str = "fp32", int8: str = "exact", float_model=None, target_ncnn: int | None = None,
            ncnn_python: str | None = None, outputs: list[str] | None = None, host_tail: bool = False,
-           block_quant: str = "int8") -> VerifyReport:
+           block_quant: str = "int8", nchw_inputs: list[str] | None = None) -> VerifyReport:
     """`progress(stage)` is told each stage as it starts (the CLI shows slow ones); `input_values`
     fixes inputs to constants, as convert does; `inputs` are ONNX-shaped, or ncnn Mats with
-    layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py)."""
+    layout='ncnn'; precision='fp16' checks what devices run by default (converter/verification/fp16.py);
+    `nchw_inputs` as convert's: onnxruntime is still fed the ONNX layout, ncnn the channels-first one."""
     if isinstance(model, NcnnModel):
         raise TypeError("verify takes the ONNX model (a path or ModelProto) and converts it itself, "
                         "not a converted NcnnModel")
@@ -283,7 +284,7 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
     # prepared once (fixed values become initializers), the same proto converted and run by onnxruntime
     checker_warnings: list[str] = []
     proto = prepare_model(model, input_shapes, checker_warnings, input_values)
-    options = ConvertOptions(broadcast_fix, None, None, int8, False, target_ncnn, block_quant)
+    options = ConvertOptions(broadcast_fix, None, None, int8, False, target_ncnn, block_quant, nchw_inputs)
     try:
         converted = convert_with_tail(subgraph(proto, outputs) if outputs else proto, checker_warnings, host_tail,
                                       options)

@@ -34,7 +34,7 @@ def make_inputs(proto: onnx.ModelProto, graph: Graph, given: dict[str, np.ndarra
         onnx_shape = t.onnx_shape or t.shape     # (an input whose axes were merged to fit ncnn)
         if vi.name in given:
             image = isinstance(given[vi.name], ImageSpec)       # decoded to the input's layout and size
-            array = given[vi.name].to_array(vi.name, t.shape and list(t.shape)) if image else np.asarray(given[vi.name])
+            array = given[vi.name].to_array(vi.name, onnx_shape and list(onnx_shape)) if image else np.asarray(given[vi.name])
             if io is not None and not image:
                 entry = next(e for e in io["inputs"] if e["onnx"] == vi.name)
                 array = to_onnx(array, entry)
@@ -79,6 +79,9 @@ def onnxruntime_all(proto: onnx.ModelProto, feeds: dict, quantized: bool = False
 
 
 def to_ncnn_layout(array: np.ndarray, t: Tensor) -> np.ndarray:
+    if t.onnx_perm is not None and array.ndim == len(t.onnx_perm):     # an NHWC input taken channels-first
+        array = np.transpose(array, t.onnx_perm)
+        return np.squeeze(array, t.batch_axis) if t.batch_axis is not None and array.shape[t.batch_axis] == 1 else array
     batch = t.batch_axis if t.onnx_shape is None else t.onnx_batch_axis
     if batch is not None and array.ndim > batch and array.shape[batch] == 1:
         array = np.squeeze(array, batch)

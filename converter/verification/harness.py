@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from converter.ncnn_side.layout import PERM_KEY
 from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
 from converter.verification.harness_generate import generate_block
 
@@ -41,7 +42,8 @@ PARAM, BIN = HERE / {param_path!r}, HERE / {bin_path!r}
 # the .onnx beside these files as they were written, or where it was then (the folder moved)
 ONNX = next((p for p in (HERE / {onnx_rel!r}, Path({onnx_abs!r})) if p.is_file()), HERE / {onnx_rel!r})
 # per input and output: ONNX name, ncnn blob, ONNX shape (None: dynamic), the ONNX axis ncnn drops,
-# the dtype ncnn reads (int32 only for an Embed's word ids) and the ONNX dtype
+# the dtype ncnn reads (int32 only for an Embed's word ids) and the ONNX dtype; an input ncnn takes
+# channels-first (convert --nchw-input) also has {perm_key}: ncnn's axes, in ONNX's numbering
 INPUTS = {inputs!r}
 OUTPUTS = {outputs!r}
 FIXED = {fixed!r}        # inputs convert fixed with --input-value: onnxruntime still needs them
@@ -84,9 +86,11 @@ class Model:
             check_feeds(feeds)
         extractor = self.net.create_extractor()
         for entry in self.inputs:
-            array = np.asarray(feeds[entry["onnx"]])
-            if entry["batch_axis"] is not None:
-                array = np.squeeze(array, entry["batch_axis"])
+            array, axis, perm = np.asarray(feeds[entry["onnx"]]), entry["batch_axis"], entry.get("{perm_key}")
+            if perm:        # an NHWC input ncnn takes channels-first (convert --nchw-input)
+                array, axis = np.transpose(array, perm), None if axis is None else perm.index(axis)
+            if axis is not None:
+                array = np.squeeze(array, axis)
             shape = _known(entry["ncnn_shape"])
             array = np.ascontiguousarray(array if shape is None else array.reshape(shape), entry["dtype"])
             # clone: a Mat wraps the numpy memory, and layers working in place would write into it
@@ -284,7 +288,8 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
     keys = ("onnx", "ncnn", "onnx_shape", "ncnn_shape", "batch_axis", "dtype")
     highs = model.stats.get("random_high", {})
     inputs = [{**{k: e[k] for k in keys}, "onnx_dtype": onnx_dtypes.get(e["onnx"], "float32"),
-               "random_high": highs.get(e["onnx"], 4)} for e in io["inputs"]]
+               "random_high": highs.get(e["onnx"], 4), **{k: e[k] for k in (PERM_KEY,) if k in e}}
+              for e in io["inputs"]]
     outputs = [{k: e[k] for k in keys} for e in io["outputs"]]
     folder = Path(param_path).resolve().parent
     script = script_path(param_path)
@@ -296,7 +301,7 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         onnx_rel=os.path.relpath(Path(onnx_path).resolve(), folder), script=script.name,
         onnx_abs=str(Path(onnx_path).resolve()),
         import_line=plain(import_line(script)), first_input=plain(inputs[0]["onnx"] if inputs else "input"),
-        inputs=inputs, outputs=outputs, fixed=fixed, tail_block=tail_block,
+        inputs=inputs, outputs=outputs, perm_key=PERM_KEY, fixed=fixed, tail_block=tail_block,
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
     int8_gemm = any(n.op == "Gemm" and 0 < int(n.params.get(18, 0)) < 400 for n in model.graph.topological())

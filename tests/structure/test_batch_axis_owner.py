@@ -25,6 +25,7 @@ OTHER_WRITERS = {
     "passes/fuse_sdpa.py": 1,                       # K's transpose folded into the fused layer's K
     "passes/fuse_attention.py": 1,                  # a mask constant laid out as ncnn's attention reads it
     "passes/flatten_gather_indices.py": 1,          # a Gather rewritten to flat indices keeps its data's axis
+    "passes/move_input_layout.py": 1,               # an input taken channels-first: its batch axis moves with the perm
 }
 
 
