@@ -18,8 +18,15 @@ alternating rounds like scripts/bench_int8.py:
                of the same graph (the int8 layers' weights dequantized) and a table of those scales
 
 and prints per file the best and median thread CPU time over the rounds, fp32 / it, its int8 layer count
-(requantized ones) and its distance (relative RMS) from onnxruntime's run of the float model. Runs happen
-in this process: run it on its own.
+(requantized ones) and its distance (relative RMS) from onnxruntime's run of the float model (ncnn2int8
+stores the weights of layers it leaves float as fp16, so its distance is larger where those matter). Runs
+happen in this process: run it on its own.
+
+ncnn2int8 needs only a plain libncnn (it rewrites files, the kernels do not matter): configure ncnn's
+source with NCNN_RUNTIME_CPU, NCNN_SSE2, NCNN_AVX*, NCNN_VULKAN and NCNN_OPENMP off and WITH_LAYER_x off for
+the layers these models do not use, `make ncnn`, then compile tools/quantize/ncnn2int8.cpp against it
+(-I src -I <build>/src -I src/layer; it includes tools/modelwriter.h and tests/prng.h of the same checkout):
+about ten minutes on one core.
 """
 from __future__ import annotations
 
