@@ -64,9 +64,15 @@ def test_ncnn_llm_form(name, pairs):
     assert layers["RMSNorm"] == (4 if "qwen3" in name else 2) * n_layers + 1 and layers["Concat"] == 2 * n_layers
     assert all(n.params.get(7, 0) == 0 for n in pair.decode.graph.topological() if n.op == "SDPA")
     gemms = [n for n in pair.decode.graph.topological() if n.op == "Gemm"]
-    assert len(gemms) >= 4 * n_layers
+    # the decode file (one token a call) keeps bias-free projections as InnerProducts, ncnn's one-row
+    # kernel, on the bytes the prompt file's Gemms read (passes/convert_innerproduct_gemm.py)
+    rows = [n for n in pair.decode.graph.topological() if n.op == "InnerProduct"]
+    assert len(gemms) + len(rows) >= 4 * n_layers and not any(n.params.get(1) for n in rows)
+    assert Counter(n.op for n in pair.prompt.graph.topological())["Gemm"] == len(gemms) + len(rows)
     if "int4" in name:
-        assert all(n.params.get(18, 0) // 100 == 4 for n in gemms)
+        assert not rows and all(n.params.get(18, 0) // 100 == 4 for n in gemms)
+    else:
+        assert len(rows) >= 3 * n_layers + 1         # o, gate, up, down (q/k/v where bias-free) and lm_head
     assert not {"Reduction", "Cast", "Softmax", "MatMul"} & set(layers)
     # each layer crops its cos/sin rows from a table of a row count ncnn does not pack (it would pack the
     # whole table anew for every Crop reading it)
@@ -89,7 +95,7 @@ def test_block_quant_modes(name, block_quant, pairs, runner):
     apart than twice that."""
     pair = pairs(name, block_quant)
     nodes = pair.decode.graph.topological()
-    gemms = [n for n in nodes if n.op == "Gemm"]
+    gemms = [n for n in nodes if n.op in ("Gemm", "InnerProduct") and n.weights]    # float: InnerProducts
     assert len(gemms) == 11 and {n.params.get(18, 0) for n in gemms} == {2 if block_quant == "int8" else 0}
     if block_quant == "int8":
         consumers = {i: n for n in nodes for i in n.inputs}
