@@ -76,7 +76,19 @@ def write_prompt_file(source, result: dict, options: dict, fp16: bool = False) -
     converter/shapes/decoder_layout.py): `source` converted again with `options` (convert's keyword
     arguments) and its first past's growing axis fixed at 0, which drops every past. Its .param and io
     record go beside `result`'s files (write_conversion's); it loads their .bin, checked here to hold
-    the same bytes. Returns its .param path; ConversionError (one line) when it cannot be made."""
+    the same bytes. Returns its .param path; ConversionError (one line) when it cannot be made, after
+    removing `result`'s files (a decode file without its prompt file cannot start a generation)."""
+    try:
+        return _prompt_file(source, result, options, fp16)
+    except ConversionError:
+        param = Path(result["param"])
+        for path in (param, Path(result["bin"]), Path(result["script"]), sidecar_path(param),
+                     *([tail_path(param)] if "tail" in result else [])):
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _prompt_file(source, result: dict, options: dict, fp16: bool) -> str:
     name, (shape, axis) = next(iter(decoder_io(result)["caches"].items()))
     empty = [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
     prompt = convert(source, **{**options, "input_shapes": {**(options.get("input_shapes") or {}), name: empty}})

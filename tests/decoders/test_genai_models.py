@@ -186,3 +186,13 @@ def test_one_token_decode_file(runner, tmp_path):
         assert set(backend) == set(ref)
         for name, value in ref.items():
             assert np.abs(backend[name] - value).max() <= 1e-4 * max(1.0, np.abs(value).max()), name
+
+
+def test_no_decode_file_is_left_without_its_prompt_file(tmp_path, monkeypatch, capsys):
+    """When the prompt file cannot be made (here: its weights made to differ), convert exits 2 with one
+    line and removes the decode files it wrote: they alone cannot start a generation."""
+    from converter import batch_convert
+    from converter.cli import main
+    monkeypatch.setattr(batch_convert, "_same_bin", lambda *args: False)
+    assert main(["convert", str(MODELS / "qwen3_fp32.onnx"), "-o", str(tmp_path), "-q"]) == 2
+    assert "prompt file" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
