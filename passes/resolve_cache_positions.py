@@ -22,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from converter.ir import Graph, Node, Tensor
+from converter.ir import ConversionError, Graph, Node, Tensor
 from converter.rewrite.fold import fold_node
+from converter.shapes.decoder_layout import past_inputs
 from converter.shapes.index_ranges import IndexRanges, broadcast_safe, canonical_terms, fill_numbers
 from converter.shapes.runtime_size_values import express_range_values
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
@@ -249,6 +250,24 @@ def _drop_zero_adds(graph: Graph, name: str, shapes: SymbolicShapes) -> None:
             graph.remove_node(reader)
 
 
+def _refuse_offset_mask(graph: Graph) -> None:
+    """A mask still gathered at run-time indices here is read at an offset the passes could not follow:
+    Gemma3's sliding-window layer through torch.export reads the mask at max(0, P - window + 1) + arange,
+    P its own cache, which the export cuts to the window at run time (Slice from -(window - 1)). Say so in
+    one line rather than as the 5-axis index tensor it leaves (a decoder step's graph only)."""
+    if not past_inputs(graph.inputs):
+        return
+    for node in graph.topological():
+        data = graph.producer(node.inputs[0]) if node.op == "GatherND" and not node.ncnn else None
+        source = data.inputs[0] if data is not None and data.op == "Cast" else node.inputs[0] if node.op == "GatherND" else None
+        if source == "attention_mask" and graph.value(node.inputs[1]) is None:
+            raise ConversionError(
+                f"GatherND node '{node.name}': the attention mask is read at a run-time offset (a sliding-window "
+                f"layer whose cache the export cuts to the window: Gemma3 through torch.export); the cut cache's "
+                f"length min(past, window - 1) is not related to the offset and the head repeat that read it, so "
+                f"the layer is not converted")
+
+
 def resolve_cache_positions(graph: Graph) -> dict:
     math = ShapeMath(graph)
     shapes = SymbolicShapes(graph, lambda name: math.terms.get(name))
@@ -282,6 +301,7 @@ def resolve_cache_positions(graph: Graph) -> dict:
         if node.name in graph.nodes and graph.use_count(out) and out in ranges.ranges and out not in math.terms:
             n, offset = ranges.ranges[out]
             values += express_range_values(graph, node, shapes.canon(n), shapes.canon(offset))
+    _refuse_offset_mask(graph)
     filled = fill_numbers(graph, shapes)       # a Range of past .. past + 1 is one long
     if rows or masks or tiles or values or renamed or filled:
         remove_dead_shape_math(graph, set(math.terms))
