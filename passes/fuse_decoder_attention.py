@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
+from converter.shapes.decoder_layout import past_inputs
 from converter.shapes.symbolic import Op, refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
 
@@ -84,18 +85,22 @@ def _mask_fits(graph: Graph, name: str, heads: int, shapes: SymbolicShapes, rows
     if m.rank not in (3, 4) or m.dtype != np.float32 or dims is None:
         return False
     dims, shape = (1,) * (4 - m.rank) + tuple(dims), (1,) * (4 - m.rank) + tuple(m.shape)
-    return dims[0] == 1 and dims[1] in (1, heads) and dims[2] in rows and _columns_fit(graph, dims[3], keys) \
+    return dims[0] == 1 and dims[1] in (1, heads) and dims[2] in rows and _columns_fit(graph, dims[3], keys, rows[1]) \
         and (shape[2] != 1 or rows[0] == 1) and (shape[3] != 1 or keys == 1) \
         and (m.rank == 4 or m.batch_axis is None)
 
 
-def _columns_fit(graph: Graph, cols, keys) -> bool:
+def _columns_fit(graph: Graph, cols, keys, new_tokens=False) -> bool:
     """The mask has one column per key: the same term, or, where the keys' term went through a
     symbol of its own (a Reshape's that the terms cannot follow: a decoder's second layer), a mask
-    whose columns are a sum over the inputs' extents (past + new tokens), never a broadcast 1."""
+    whose columns are a sum over the inputs' extents (past + new tokens), never a broadcast 1; or, in
+    a step that reads no past (a merged decoder's prefill branch: its keys are the new tokens), the
+    new tokens' count."""
     if cols == keys:
         return True
     lost = any(r.tensor not in graph.inputs for r in refs(keys))
+    if lost and new_tokens is not False and cols == new_tokens:
+        return not any(graph.consumers(n) for n in past_inputs(graph.inputs))
     return lost and isinstance(cols, Op) and all(r.tensor in graph.inputs for r in refs(cols))
 
 

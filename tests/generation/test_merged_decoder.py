@@ -42,7 +42,8 @@ def reference(pair):
 
 def test_pair_files_and_records(pair):
     """Two files named after the model, each record naming both; the prefill file takes no past and
-    the branch input is no input of either; the decode file is ncnn's LLM form (one SDPA per layer)."""
+    the branch input is no input of either; both files are ncnn's LLM form (one SDPA per layer, the
+    prefill's keys the new tokens alone)."""
     out, files = pair
     prefill, decode = files["prefill"][2], files["decode"][2]
     assert prefill["pair"]["phase"] == "prefill" and decode["pair"]["phase"] == "decode"
@@ -52,8 +53,10 @@ def test_pair_files_and_records(pair):
     assert "use_cache_branch" not in {e["onnx"] for r in (prefill, decode) for e in r["inputs"]}
     for record in (prefill, decode):
         assert [e["onnx"] for e in record["outputs"]][:2] == ["logits", "present.0.key"]
-    types = [n.op for n in load_ncnn(*files["decode"][:2]).graph.topological()]
-    assert types.count("SDPA") == MANIFEST["layers"] and "If" not in types
+    for phase in ("prefill", "decode"):
+        types = [n.op for n in load_ncnn(*files[phase][:2]).graph.topological()]
+        assert types.count("SDPA") == MANIFEST["layers"] and types.count("RotaryEmbed") == 2 * MANIFEST["layers"]
+        assert not {"MatMul", "Softmax", "Tile", "If"} & set(types), (phase, types)
     assert (out / "qwen3_merged_decode_ncnn.py").is_file() and not (out / "qwen3_merged.ncnn.param").exists()
 
 
@@ -79,6 +82,10 @@ def test_generated_script_runs_the_pair(pair):
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"tokens: {' '.join(map(str, MANIFEST['tokens']))}" in run.stdout
     assert "ok: 32 tokens" in run.stdout and "MISMATCH" not in run.stdout
+    # the prefill file's own --check (random prompt): onnxruntime's merged file gets an empty past it does not read
+    run = subprocess.run([sys.executable, "-I", str(out / "qwen3_merged_prefill_ncnn.py"), "--check"],
+                         capture_output=True, text=True, cwd=out)
+    assert run.returncode == 0 and "ok logits" in run.stdout, run.stdout + run.stderr
 
 
 def test_fixed_branch_converts_one_file(tmp_path):
