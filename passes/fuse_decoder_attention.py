@@ -90,6 +90,10 @@ def _mask_fits(graph: Graph, name: str, heads: int, shapes: SymbolicShapes, rows
         and (m.rank == 4 or m.batch_axis is None)
 
 
+def _clamped(term) -> bool:
+    return isinstance(term, Op) and (term.name in ("max", "min") or _clamped(term.a) or _clamped(term.b))
+
+
 def _columns_fit(graph: Graph, cols, keys, new_tokens=False) -> bool:
     """The mask has one column per key: the same term, or, where the keys' term went through a
     symbol of its own (a Reshape's that the terms cannot follow: a decoder's second layer), a mask
@@ -98,7 +102,9 @@ def _columns_fit(graph: Graph, cols, keys, new_tokens=False) -> bool:
     new tokens' count."""
     if cols == keys:
         return True
-    lost = any(r.tensor not in graph.inputs for r in refs(keys))
+    # a symbol of its own, or a clamped length the terms cannot compare (a sliding window's cache cut to
+    # min(P, window - 1) rows, written max(0, P - max(0, P - window + 1)))
+    lost = any(r.tensor not in graph.inputs for r in refs(keys)) or _clamped(keys)
     if lost and new_tokens is not False and cols == new_tokens:
         return not any(graph.consumers(n) for n in past_inputs(graph.inputs))
     return lost and isinstance(cols, Op) and all(r.tensor in graph.inputs for r in refs(cols))
