@@ -4,10 +4,10 @@ optimum merges the decoder without past (prefill) and the decoder with past (dec
 one If on a boolean input `use_cache_branch` runs the with-past graph (then) or the no-past graph
 (else), the weights shared in the main graph. ncnn has no If on a run-time value, and a file that
 takes the past cannot run the prefill (ncnn holds no empty Mat), so each branch becomes its own
-file: `branch_model` keeps the inputs the chosen branch reads, and the conversion fixes
-`use_cache_branch` to that branch's value (`--input-value`), so inline_if splices the branch in and
-it is folded and shape-inferred as a main graph is; the inputs only the other branch read (the
-prefill file takes no past) are then dropped from the file.
+file (api.convert_merged): the conversion fixes `use_cache_branch` to that branch's value (as
+`--input-value` does), so inline_if splices the branch in and it is folded and shape-inferred as a
+main graph is; the inputs only the other branch reads (the prefill file takes no past) are then
+dropped from the file.
 
 The record of each file (`pair`) names both files and the branch input; converter/generation.py
 and the generated script run the first call (an empty past) through the prefill file and every
