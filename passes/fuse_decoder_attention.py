@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
-from converter.shapes.decoder_layout import past_inputs
+from converter.shapes.decoder_layout import past_inputs, present_outputs
 from converter.shapes.symbolic import Op, refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
 
@@ -98,15 +98,15 @@ def _columns_fit(graph: Graph, cols, keys, new_tokens=False) -> bool:
     """The mask has one column per key: the same term, or, where the keys' term went through a
     symbol of its own (a Reshape's that the terms cannot follow: a decoder's second layer), a mask
     whose columns are a sum over the inputs' extents (past + new tokens), never a broadcast 1; or, in
-    a step that reads no past (a merged decoder's prefill branch: its keys are the new tokens), the
-    new tokens' count."""
+    a decoder step that reads no past (a merged decoder's prefill branch: its keys are the new tokens),
+    the new tokens' count."""
     if cols == keys:
         return True
     # a symbol of its own, or a clamped length the terms cannot compare (a sliding window's cache cut to
     # min(P, window - 1) rows, written max(0, P - max(0, P - window + 1)))
     lost = any(r.tensor not in graph.inputs for r in refs(keys)) or _clamped(keys)
-    if lost and new_tokens is not False and cols == new_tokens:
-        return not any(graph.consumers(n) for n in past_inputs(graph.inputs))
+    if lost and new_tokens is not False and cols == new_tokens:     # a decoder step (it gives a cache) without past
+        return bool(present_outputs(graph.outputs)) and not any(graph.consumers(n) for n in past_inputs(graph.inputs))
     return lost and isinstance(cols, Op) and all(r.tensor in graph.inputs for r in refs(cols))
 
 

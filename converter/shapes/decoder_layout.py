@@ -31,6 +31,10 @@ def past_inputs(names) -> list[str]:
     return [n for n in names if _PAST.match(n)]
 
 
+def present_outputs(names) -> list[str]:
+    return [n for n in names if _PRESENT.match(n)]
+
+
 def is_cross(name: str) -> bool:
     """A cross-attention cache: fixed over the generation (the encoder's keys and values)."""
     return any(word in name.lower() for word in _CROSS)
@@ -60,7 +64,7 @@ def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple
             or not isinstance(mask[1], Ref):
         return {}
     if not self_past:
-        has_present = any(_PRESENT.match(n) for n in graph.outputs)
+        has_present = bool(present_outputs(graph.outputs))
         return {"attention_mask": (mask[0], ids[1])} if has_present else {}
     whole = [n for n in self_past if not any(r.op == "Slice" and r.inputs[0] == n for r in graph.consumers(n))]
     past = dims.get((whole or self_past)[0])
