@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import onnx
 from onnx import numpy_helper
 
 from converter.ncnn_side.bin_size import model_weight_bytes
@@ -29,6 +30,7 @@ from converter.ncnn_side.writer import NcnnNames, ncnn_names, save
 from converter.onnx_side.cut import CutRefusal, cut_hint, plan_cut, subgraph
 from converter.onnx_side.host_tail import HostTail, tail_path
 from converter.onnx_side.loader import graph_of_prepared, prepare_model
+from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES, branch_input, pair_paths, pair_record
 from converter.shapes.example_sizes import example_shapes
 from converter.shapes.index_limits import index_limits, random_high
 from converter.shapes.int_inputs import ncnn_dtype, output_dtype
@@ -81,8 +83,9 @@ class NcnnModel:
                     # an NHWC input taken channels-first (passes/move_input_layout.py)
                     **({PERM_KEY: list(t.onnx_perm)} if t.onnx_perm else {})}
         release = {"ncnn_min_version": self.stats["ncnn_min_version"]} if "ncnn_min_version" in self.stats else {}
+        pair = {"pair": self.stats["pair"]} if "pair" in self.stats else {}    # a merged decoder's file
         return {"inputs": [entry(n) for n in self.graph.inputs],
-                "outputs": [entry(n, output=True) for n in self.graph.outputs], **release}
+                "outputs": [entry(n, output=True) for n in self.graph.outputs], **release, **pair}
 
     def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike, fp16: bool = False,
              extra: dict | None = None) -> None:
@@ -286,3 +289,33 @@ def output_paths(model_path: str | os.PathLike, out_dir: str | os.PathLike | Non
     folder = Path(out_dir) if out_dir is not None else model_path.parent
     stem = model_path.stem
     return folder / f"{stem}.ncnn.param", folder / f"{stem}.ncnn.bin"
+
+
+def convert_merged(model, **options) -> dict[str, NcnnModel]:
+    """optimum's merged decoder (path or ModelProto) -> {"prefill": NcnnModel, "decode": NcnnModel}: each
+    If branch converted as its own file (converter/onnx_side/merged_decoder.py); `options` as convert's.
+    Save them with save_merged, which names the pair in each file's record."""
+    proto = onnx.load(str(model)) if isinstance(model, (str, os.PathLike)) else model
+    if branch_input(proto) is None:
+        raise ConversionError(f"not a merged decoder: no If on a boolean input {BRANCH_INPUT!r}")
+    values, models = options.pop("input_values", None) or {}, {}
+    for phase, value in PHASES.items():
+        models[phase] = model = convert(proto, input_values={**values, BRANCH_INPUT: [value]}, **options)
+        graph = model.graph
+        for name in [n for n in graph.inputs if not graph.consumers(n) and n not in graph.outputs]:
+            # read by the other branch only (the prefill's past): no input of this file
+            if graph.producer(name) is not None:
+                graph.remove_node(graph.producer(name))
+            graph.inputs.remove(name)
+        graph.remove_unused_tensors()
+    return models
+
+
+def save_merged(models: dict[str, NcnnModel], param_path, bin_path, fp16: bool = False) -> dict[str, tuple[Path, Path]]:
+    """Save both files of convert_merged's pair beside `param_path` (`m.ncnn.param` -> `m_prefill.ncnn.param`,
+    `m_decode.ncnn.param`); returns phase -> (param, bin)."""
+    paths = pair_paths(Path(param_path), Path(bin_path))
+    for phase, model in models.items():
+        model.stats["pair"] = pair_record(phase, paths)
+        model.save(*paths[phase], fp16=fp16)
+    return paths

@@ -22,6 +22,7 @@ from converter.ncnn_side.writer import bin_chunks, param_text, write_atomically
 from converter.onnx_side.host_tail import script_block, tail_path
 from converter.onnx_side.isolated_inference import signal_name
 from converter.onnx_side.loader import read_model
+from converter.onnx_side.merged_decoder import pair_paths, pair_record
 from converter.onnx_side.pnnx_args import pnnx_input_shapes
 from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
 from converter.verification.fp16 import weight_warnings
@@ -110,6 +111,16 @@ def _same_bin(graph, fp16: bool, bin_path) -> bool:
             if f.read(len(memoryview(chunk).cast("B"))) != bytes(chunk):
                 return False
         return f.read(1) == b""
+
+
+def write_merged(models: dict[str, NcnnModel], model_path, output_dir, fp16: bool, paths: tuple | None = None) -> dict:
+    """A merged decoder's prefill and decode files (api.convert_merged), each record naming the pair:
+    `<stem>_prefill.ncnn.*` and `<stem>_decode.ncnn.*` (or beside the --param/--bin named); phase -> what
+    write_conversion returns."""
+    pair = pair_paths(*(paths or output_paths(model_path, output_dir)))
+    for phase, model in models.items():
+        model.stats["pair"] = pair_record(phase, pair)
+    return {phase: write_conversion(model, model_path, output_dir, fp16, pair[phase]) for phase, model in models.items()}
 
 
 def record_fields(model: NcnnModel, param) -> dict:

@@ -37,8 +37,10 @@ from converter.verification.image_input import ImageSpec, is_image_path, parse_i
 from converter.verification.report import check_report_path, write_report
 from converter.verification.verify_text import broadcast_summary, verify_lines
 
-from .api import convert, load_ncnn
-from .batch_convert import Options, approximate_line, run_batch, write_conversion, write_prompt_file
+from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES, branch_input
+
+from .api import convert, convert_merged, load_ncnn
+from .batch_convert import Options, approximate_line, run_batch, write_conversion, write_merged, write_prompt_file
 from .calibration import calibrated, int8_mode
 from .interpreter import InterpreterError
 from .ir import ConversionError
@@ -134,6 +136,8 @@ def cmd_convert(args) -> int:
 def _convert_one(args, source: str, int8: str) -> int:
     """Convert `source` (the model, or its calibrated QDQ form) into files named after args.model."""
     args.model = args.model[0]
+    if _is_merged(args, source):
+        return _convert_merged(args, source, int8)
     progress = Progress(label="convert") if _shows_progress(args) else None
     options = dict(input_shapes=_input_shapes(args), input_values=_input_values(args.input_value), int8=int8,
                    share_weights=args.share_weights, target_ncnn=args.target_ncnn,
@@ -179,6 +183,33 @@ def _convert_one(args, source: str, int8: str) -> int:
     for entry in result["inputs"] + result["outputs"]:
         if entry["ncnn"] != entry["onnx"]:
             print(f"  blob '{entry['ncnn']}' is ONNX tensor '{entry['onnx']}'")
+    return EXIT_OK
+
+
+def _is_merged(args, source: str) -> bool:
+    """optimum's merged decoder, its branch input not fixed by --input-value: it converts to a pair."""
+    if args.outputs or args.host_tail or BRANCH_INPUT in _input_values(args.input_value):
+        return False
+    try:
+        return branch_input(onnx.load(source, load_external_data=False)) is not None
+    except Exception:       # noqa: BLE001 -- an unreadable file: convert's own loading says why
+        return False
+
+
+def _convert_merged(args, source: str, int8: str) -> int:
+    """Both files of a merged decoder (converter/onnx_side/merged_decoder.py), converted before either is written."""
+    models = convert_merged(source, input_shapes=_input_shapes(args), input_values=_input_values(args.input_value),
+                            int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
+                            block_quant=args.block_quant)
+    results = write_merged(models, args.model, args.output_dir, args.fp16, args.paths)
+    if args.json:
+        print(json.dumps({"pair": results}))
+        return EXIT_OK
+    for phase, result in results.items():
+        print(f"wrote {result['param']} and {result['bin']} ({phase}, {BRANCH_INPUT}={PHASES[phase]}): "
+              f"{result['layers']} layers")
+    print(f"  generate with them: python {results['decode']['script']} --generate 32 --check "
+          f"(the first call runs the prefill file; compares with onnxruntime on the merged file)")
     return EXIT_OK
 
 

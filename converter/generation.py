@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES
 from converter.shapes.decoder_layout import cache_pairs, is_cross, past_inputs, prompt_param_path
 from converter.ncnn_side.layout import sidecar_path, to_ncnn, to_onnx
 from converter.ncnn_side.runtime import NcnnRunner
@@ -127,6 +128,34 @@ def ncnn_step(param, bin_, record: dict, runner=None) -> Step:
         got = runner.run(param, bin_, blobs, [e["ncnn"] for e in outs])
         return {e["onnx"]: to_onnx(got[e["ncnn"]], e) for e in outs}
     return run
+
+
+def _empty_past(feeds, io) -> bool:
+    return any(feeds[n].shape[axis] == 0 for n, (_, axis) in io["caches"].items() if n in feeds)
+
+
+def pair_step(prefill: Step, decode: Step, io: dict) -> Step:
+    """A merged decoder's two files (converter/onnx_side/merged_decoder.py) as one step: a call with an
+    empty past (the first, with slots=0) runs the prefill file, which takes no past; the others decode."""
+    return lambda feeds: (prefill({k: v for k, v in feeds.items() if k not in io["caches"]})
+                          if _empty_past(feeds, io) else decode(feeds))
+
+
+def merged_onnxruntime_step(onnx_path, io: dict) -> Step:
+    """onnxruntime on optimum's merged file, fed as optimum feeds it: use_cache_branch False with the
+    empty past of the first call, True with a past."""
+    step = onnxruntime_step(onnx_path)
+    return lambda feeds: step({**feeds, BRANCH_INPUT: np.array([not _empty_past(feeds, io)])})
+
+
+def read_pair(param_path) -> dict[str, tuple[Path, Path, dict]] | None:
+    """phase -> (param, bin, record) for a file of a merged decoder's pair (both files beside it), else None."""
+    pair = read_record(param_path).get("pair")
+    if pair is None:
+        return None
+    folder = Path(param_path).parent
+    return {phase: (folder / pair[phase]["param"], folder / pair[phase]["bin"],
+                    read_record(folder / pair[phase]["param"])) for phase in PHASES}
 
 
 def read_record(param_path) -> dict:

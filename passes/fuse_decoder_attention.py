@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from converter.ir import Graph, Node, Tensor
+from converter.shapes.decoder_layout import past_inputs, present_outputs
 from converter.shapes.symbolic import Op, Ref, refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
 
@@ -91,16 +92,30 @@ def _mask_fits(graph: Graph, name: str, heads: int, shapes: SymbolicShapes, rows
         and (m.rank == 4 or m.batch_axis is None)
 
 
+def _clamped(term) -> bool:
+    return isinstance(term, Op) and (term.name in ("max", "min") or _clamped(term.a) or _clamped(term.b))
+
+
 def _columns_fit(graph: Graph, cols, keys) -> bool:
     """The mask has one column per key: the same term, or, where the keys' term went through a
     symbol of its own (a Reshape's that the terms cannot follow: a decoder's second layer), a mask
-    whose columns are an input's extent or a sum over them (new tokens, or past + new), never a
-    broadcast 1."""
+    whose columns are an input's extent or a sum over them (past + new tokens), never a broadcast 1;
+    an input's extent alone (one that may be 1 where the keys are more) only where no past is read:
+    a decoder step without one (a merged decoder's prefill branch: its keys are the new tokens) or a
+    model with no cache at all (an encoder, whose keys are its tokens)."""
     if cols == keys:
         return True
-    lost = any(r.tensor not in graph.inputs for r in refs(keys))
+    # a symbol of its own, or a clamped length the terms cannot compare (a sliding window's cache cut to
+    # min(P, window - 1) rows, written max(0, P - max(0, P - window + 1)))
+    lost = any(r.tensor not in graph.inputs for r in refs(keys)) or _clamped(keys)
     found = refs(cols) if isinstance(cols, (Op, Ref)) else ()
-    return lost and bool(found) and all(r.tensor in graph.inputs for r in found)
+    if not lost or not found or not all(r.tensor in graph.inputs for r in found):
+        return False
+    if isinstance(cols, Op):
+        return True
+    pasts = past_inputs(graph.inputs)
+    no_past_read = not any(graph.consumers(n) for n in pasts)
+    return no_past_read and (bool(present_outputs(graph.outputs)) or not pasts)
 
 
 def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, masked_ok: bool):

@@ -13,6 +13,9 @@ resolve_symbolic_extents follows index ranges with constant offsets; here an off
 - a Tile whose repeats are all 1 (as terms) is its input;
 - a Gather (or a GatherND on a last index axis of 1) of rows offset .. offset + n - 1 of a constant
   table becomes a Slice of the table to those run-time bounds (ncnn's Crop with expressions);
+- a GatherND of the mask at [0, offset + arange(n)] (torch.export's mask[batch_idx, kv_idx]; Gemma3's
+  sliding layer numbers its keys from max(0, P - window + 1), a size express_shapes wrote as a value)
+  becomes a Slice of the mask's columns to those run-time bounds;
 - a comparison of two ranges that holds (or fails) for every pair of elements at every length
   (one query at position past over keys 0 .. past: the whole row visible) becomes a constant of
   ones along those axes, which broadcasts where its readers already span the shape (else left).
@@ -25,6 +28,7 @@ from onnx import TensorProto
 from converter.ir import Graph, Node, Tensor
 from converter.rewrite.fold import fold_node
 from converter.shapes.index_ranges import IndexRanges, broadcast_safe, canonical_terms, fill_numbers
+from converter.shapes.runtime_fill import SIZE_TERM
 from converter.shapes.runtime_size_values import express_range_values
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SLICE_TERMS, Op, Term, op, pin_refs
@@ -45,7 +49,9 @@ class CacheRanges(IndexRanges):
         self.entries: list[Node] = []       # where a run-time size joined a range: Add(range, size)
 
     def _size(self, name: str) -> Term | None:
-        terms = self.math.terms.get(name)
+        terms, producer = self.math.terms.get(name), self.graph.producer(name)
+        if terms is None and producer is not None and SIZE_TERM in producer.meta:    # express_shapes wrote it as a value
+            terms = [producer.meta[SIZE_TERM]]
         return self.shapes.canon(terms[0]) if terms is not None and len(terms) == 1 else None
 
     def _rule(self, node: Node) -> tuple[Term, Term] | None:
@@ -132,6 +138,43 @@ def _slice_rows(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: CacheR
                             origin=node.origin or node.name))
     else:
         graph.replace_all_uses(out, rows.name)
+    return True
+
+
+def _unsqueezed_last(graph: Graph, name: str) -> str | None:
+    node = graph.producer(name)
+    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2:
+        return None
+    axes, rank = graph.value(node.inputs[1]), graph.tensors[name].rank
+    return node.inputs[0] if axes is not None and rank and [int(a) % rank for a in axes.reshape(-1)] == [rank - 1] \
+        else None
+
+
+def _mask_columns(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: CacheRanges) -> bool:
+    """GatherND(mask (1, L), [0, offset + arange(n)] stacked on a last axis), torch.export's
+    mask[batch_idx, kv_idx] over a sliding window's keys (Gemma3: kv_idx offset by max(0, P - window
+    + 1), P the sliding layer's own past): columns offset .. offset + n - 1 of the mask, a Slice to
+    run-time bounds (Crop with expressions) reshaped as the gather gives them."""
+    data, out = node.inputs[0], node.outputs[0]
+    concat, t, out_dims = graph.producer(node.inputs[1]), graph.tensors[node.inputs[0]], shapes.dims.get(out)
+    if node.attrs.get("batch_dims", 0) or concat is None or concat.op != "Concat" or len(concat.inputs) != 2 \
+            or t.rank != 2 or out_dims is None or out in graph.outputs or shapes.of(data) is None \
+            or shapes.of(data)[0] != 1 or concat.attrs.get("axis") not in (-1, graph.tensors[concat.outputs[0]].rank - 1):
+        return False
+    row, columns = (_unsqueezed_last(graph, part) for part in concat.inputs)
+    known = [d if isinstance(d, int) else -1 for d in out_dims]
+    if ranges.ranges.get(row) != (1, 0) or not _term_offset(ranges, columns) or known.count(-1) > 1:
+        return False
+    n, offset = ranges.ranges[columns]
+    cut = graph.add_tensor(Tensor(graph.fresh_name(f"{out}_columns"), (1, n if isinstance(n, int) else None), t.dtype))
+    crop = Node(graph.fresh_name(f"{node.name}_columns"), "Slice", [data], [cut.name], origin=node.origin or node.name,
+                meta={SLICE_TERMS: {"starts": [offset], "ends": [op("+", offset, n)], "axes": [1]}})
+    graph.add_node(crop)
+    pin_refs(graph, crop, [offset, n])
+    target = graph.add_constant(f"{out}_shape", np.array(known, np.int64))
+    graph.remove_node(node)
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_reshape"), "Reshape", [cut.name, target.name], [out],
+                        attrs={"allowzero": 0}, origin=node.origin or node.name))
     return True
 
 
@@ -271,6 +314,8 @@ def resolve_cache_positions(graph: Graph) -> dict:
             graph.remove_node(node)
             tiles += 1
         elif node.op in ("Gather", "GatherND") and _gather_rows(graph, node, shapes, ranges):
+            rows += 1
+        elif node.op == "GatherND" and _mask_columns(graph, node, shapes, ranges):
             rows += 1
         elif node.op in COMPARE and len(node.inputs) == 2:
             compares.append(node)

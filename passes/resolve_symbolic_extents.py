@@ -29,7 +29,7 @@ from converter.shapes.index_ranges import IndexRanges, broadcast_safe, canonical
 from converter.shapes.runtime_fill import FILL_VALUE
 from converter.shapes.runtime_pad import bounded_pad
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
-from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, op, pin_refs
+from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, op, pin_refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
 
 from .infer_shapes import infer_shapes
@@ -165,7 +165,7 @@ def _constant_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
         return False
     target = []
     for d, t in zip((1,) * (len(terms) - len(have)) + tuple(have), terms):
-        if t == 1 or t == d:
+        if t == 1 or same_sum(t, d):
             target.append(1)
         elif d == 1 and isinstance(t, int):
             target.append(t)
@@ -176,6 +176,13 @@ def _constant_expand(graph: Graph, node: Node, shapes: SymbolicShapes) -> bool:
     graph.remove_node(fill)
     graph.add_node(Node(node.name, "Expand", [x, shape], list(node.outputs), origin=node.origin))
     return True
+
+
+def same_sum(a, b) -> bool:
+    """a == b, or the same addends in another order (torch.export writes past + new and new + past)."""
+    def addends(t):
+        return addends(t.a) + addends(t.b) if isinstance(t, Op) and t.name == "+" else [t]
+    return a == b or sorted(map(repr, addends(a))) == sorted(map(repr, addends(b)))
 
 
 def _uniform(graph: Graph, name: str) -> np.ndarray | None:

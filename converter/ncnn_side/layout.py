@@ -114,6 +114,7 @@ def sidecar_bytes(io: dict) -> bytes:
     # and the oldest ncnn release the files need (converter/ncnn_side/release_target.py), where known
     release = f',\n "ncnn_min_version": {int(io["ncnn_min_version"])}' if io.get("ncnn_min_version") else ""
     tail = f',\n "tail": {json.dumps(io["tail"])}' if "tail" in io else ""     # converter/onnx_side/host_tail.py
+    tail += f',\n "pair": {json.dumps(io["pair"])}' if "pair" in io else ""    # converter/onnx_side/merged_decoder.py
     return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
             f' "outputs": {lists["outputs"]}{release}{tail}}}\n').encode()
 

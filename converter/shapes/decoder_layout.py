@@ -47,6 +47,10 @@ def past_inputs(names) -> list[str]:
     return [n for n in names if _PAST.match(n)]
 
 
+def present_outputs(names) -> list[str]:
+    return [n for n in names if _PRESENT.match(n)]
+
+
 def is_cross(name: str) -> bool:
     """A cross-attention cache: fixed over the generation (the encoder's keys and values)."""
     return any(word in name.lower() for word in _CROSS)
@@ -66,13 +70,20 @@ def cache_pairs(inputs, outputs) -> dict[str, str]:
 
 def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple[Term, ...]]:
     """dims of `attention_mask` with its run-time length written as past length + new tokens,
-    when the graph's inputs have the decoder layout (else nothing)."""
-    self_past = [n for n in past_inputs(graph.inputs) if not is_cross(n)]
+    when the graph's inputs have the decoder layout (else nothing). The past is one that is read
+    (an inlined prefill branch leaves its past inputs unread: its mask is the new tokens alone) and,
+    of those, one read whole: a sliding-window layer (Gemma3 through torch.export) cuts its past to
+    the window first, and its past is then shorter than the history the mask spans."""
+    self_past = [n for n in past_inputs(graph.inputs) if not is_cross(n) and graph.consumers(n)]
     mask, ids = dims.get("attention_mask"), dims.get("input_ids")
-    if not self_past or mask is None or ids is None or len(mask) != 2 or len(ids) != 2:
-        return {}
-    past = dims.get(self_past[0])
-    if past is None or len(past) != 4 or not isinstance(past[2], Ref) or not isinstance(ids[1], Ref) \
+    if mask is None or ids is None or len(mask) != 2 or len(ids) != 2 or not isinstance(ids[1], Ref) \
             or not isinstance(mask[1], Ref):
+        return {}
+    if not self_past:
+        has_present = bool(present_outputs(graph.outputs))
+        return {"attention_mask": (mask[0], ids[1])} if has_present else {}
+    whole = [n for n in self_past if not any(r.op == "Slice" and r.inputs[0] == n for r in graph.consumers(n))]
+    past = dims.get((whole or self_past)[0])
+    if past is None or len(past) != 4 or not isinstance(past[2], Ref):
         return {}
     return {"attention_mask": (mask[0], op("+", past[2], ids[1]))}

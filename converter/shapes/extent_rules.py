@@ -256,6 +256,10 @@ def _constant_slice(s, node: Node, x: Dims) -> Dims | None:
             dims[axis] = len(range(x[axis])[slice(int(start), int(end), int(step))])
         elif step == 1 and 0 <= start and end >= 2**31 - 1:
             dims[axis] = op("-", x[axis], int(start))
+        elif step == 1 and start <= -2 and end >= 2**31 - 1:      # the last -start rows (a sliding window's cache)
+            # ONNX clamps the start to max(0, n - k): max(0, n - max(0, -k + n)), as torch.export writes it
+            n = x[axis]
+            dims[axis] = op("max", 0, op("+", n, op("*", -1, op("max", 0, op("+", int(start), n)))))
         else:
             dims[axis] = None
     return tuple(dims)

@@ -20,6 +20,8 @@ from converter.ir import Graph, Node, Tensor
 from converter.shapes.symbolic import SHAPE_TERMS, Term, known_value, op, pin_refs
 
 FILL_VALUE = "fill_value"        # node.meta key of a rewritten ConstantOfShape: its float value
+# on the Sub that express_size_value writes: the size term its one value is (resolve_cache_positions reads it)
+SIZE_TERM = "size_term"
 
 
 def fill_value(node: Node) -> float | None:
@@ -149,5 +151,6 @@ def express_size_value(graph: Graph, node: Node, sizes: list, math) -> bool:
     value = graph.add_tensor(Tensor(graph.fresh_name(f"{name}_value"), graph.tensors[name].shape,
                                     graph.tensors[name].dtype)).name
     _binary(graph, node, "Sub", total, one, value)
+    graph.producer(value).meta[SIZE_TERM] = sizes[k][0]
     graph.replace_input(node, k, value)
     return True

@@ -19,6 +19,9 @@ SLOTS = 1
 # or, where the attention reads no mask (onnxruntime-genai's GroupQueryAttention), the first call goes
 # to this prompt file: the same model with the past removed, on the same .bin (None: no such file)
 PROMPT_PARAM = {prompt!r}
+# a merged decoder's pair: the first call (an empty past) runs the prefill file's script, and onnxruntime's
+# merged file gets the branch input False then, True after (as optimum feeds it)
+PAIR = {pair!r}
 # --check: logits within this fraction of their largest at every step ({why})
 LOGITS_RTOL = {rtol!r}
 
@@ -47,6 +50,10 @@ def generate(run, prompt, steps, slots, fixed, first=None):
     return tokens, logits
 
 
+def empty_past(feeds):
+    return any(np.shape(feeds[n])[axis] == 0 for n, (_, axis) in CACHES.items() if n in feeds)
+
+
 def generate_main(argv, steps):
     prompt = [1, 2, 3]
     if "--prompt" in argv:
@@ -57,9 +64,15 @@ def generate_main(argv, steps):
     missing = [n for n in OTHERS if n not in fixed]
     if missing:
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
-    model = loaded(threads=1)
-    first = prompt_model().run if PROMPT_PARAM else None
-    tokens, logits = generate(model.run, prompt, steps, 0 if first else SLOTS, fixed, first)
+    model, run, slots, first = loaded(threads=1), None, SLOTS, None
+    if PROMPT_PARAM:
+        first, slots = prompt_model().run, 0
+    if PAIR:
+        import runpy
+        prefill, slots = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1), 0
+        run = lambda feeds: (prefill.run({{k: v for k, v in feeds.items() if k not in CACHES}}) if empty_past(feeds)
+                             else model.run(feeds))  # noqa: E731
+    tokens, logits = generate(run or model.run, prompt, steps, slots, fixed, first)
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:
         return
@@ -68,8 +81,11 @@ def generate_main(argv, steps):
     names = [o.name for o in session.get_outputs()]
     wanted = {{i.name for i in session.get_inputs()}}
     fixed_onnx = {{name: np.asarray(value, dtype) for name, (value, dtype) in FIXED.items()}}
-    run = lambda feeds: dict(zip(names, session.run(names, {{**{{k: v for k, v in feeds.items() if k in wanted}},
-                                                              **fixed_onnx}})))  # noqa: E731
+
+    def run(feeds):
+        if PAIR:
+            fixed_onnx[PAIR["branch_input"]] = np.array([not empty_past(feeds)])
+        return dict(zip(names, session.run(names, {{**{{k: v for k, v in feeds.items() if k in wanted}}, **fixed_onnx}})))
     ref_tokens, ref_logits = generate(run, prompt, steps, 0, fixed)
     passed = True
     for k, (a, b) in enumerate(zip(ref_logits, logits)):
@@ -125,6 +141,10 @@ def generate_block(record: dict, script_name: str, int8_gemm: bool = False, prom
         io = decoder_io(record)
     except (ValueError, KeyError):
         return None
+    pair = record.get("pair")
+    if pair is not None:        # the prefill file's script, named as verification/harness.py's script_path names it
+        stem = pair["prefill"]["param"].removesuffix(".param").removesuffix(".ncnn")
+        pair = {"prefill_script": f"{stem}_ncnn.py", "branch_input": pair["branch_input"]}
     why = ("int8 Gemm projections, --block-quant int8" if int8_gemm else "float32 arithmetic")
     return GENERATE.format(script=script_name, caches=io["caches"], pairs=io["pairs"], others=io["others"],
-                           rtol=INT8_GEMM_RTOL if int8_gemm else 1e-4, why=why, prompt=prompt)
+                           rtol=INT8_GEMM_RTOL if int8_gemm else 1e-4, why=why, prompt=prompt, pair=pair)

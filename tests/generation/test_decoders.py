@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from converter.api import convert
-from converter.ir import ConversionError
 from converter.generation import (compare, decoder_io, greedy, interpreter_step, ncnn_step, onnxruntime_step,
                                   read_record)
 
@@ -23,10 +22,10 @@ DECODERS = Path(__file__).resolve().parents[2] / "models" / "decoders"
 MANIFEST = json.loads((DECODERS / "manifest.json").read_text())
 RTOL = 1e-4
 STEPS = 32
-# Gemma3's sliding-window layer, through torch.export, gathers the mask at arange(S) + a run-time
-# offset max(P - window + 1, 0) that the converter cannot prove to be 0 (a 5-axis GatherND remains)
-REFUSED = {"gemma3_dynamo": "would need 5 ncnn axes"}
-CONVERTED = sorted(set(MANIFEST) - set(REFUSED))
+# Gemma3's sliding layer through torch.export numbers its keys from max(0, P - window + 1), a run-time
+# size computed as a sum of ones (one Reduction more than the others' mask)
+POSITION_SUMS = {"gemma3_dynamo": 1}
+CONVERTED = sorted(MANIFEST)
 # RotaryEmbed layers per file: q and k of every layer that rotates (SmolLM3's second layer has no rope)
 ROTARY = {"smollm3": 2}
 
@@ -97,10 +96,31 @@ def test_decoder_layers_are_ncnns_llm_form(stem, converted):
         assert types.count("LayerNorm") == layers + 1
     else:                               # two per layer and a final one (Qwen3/Gemma3 also norm q and k)
         assert types.count("RMSNorm") >= 2 * layers + 1
-    assert types.count("Reduction") <= 2        # the mask's; no norm left written out
+    assert types.count("Reduction") <= 2 + POSITION_SUMS.get(stem, 0)     # the mask's; no norm left written out
 
 
-@pytest.mark.parametrize("stem", sorted(REFUSED))
-def test_refused_decoders_say_why(stem):
-    with pytest.raises(ConversionError, match=REFUSED[stem]):
-        convert(str(DECODERS / MANIFEST[stem]["file"]))
+def test_sliding_window_beyond_the_window(converted):
+    """Gemma3 through torch.export past its window (511 rows): the sliding layer's cache cut to the window
+    and the full layer's longer, a past value longer than the key's (onnxruntime takes it: min(Pv, 511)
+    rows are read), the mask read at the columns the file reads (its first P + T), some of them 0; one
+    step in the interpreter and real ncnn equal to onnxruntime's, presents and logits."""
+    import onnxruntime
+    stem = "gemma3_dynamo"
+    param, bin_, record, model = converted(stem)
+    session = onnxruntime.InferenceSession(str(DECODERS / MANIFEST[stem]["file"]), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    ncnn = ncnn_step(param, bin_, record)
+    rng = np.random.default_rng(0)
+    for pk, pv, full, t, zeros in ((511, 511, 600, 1, 7), (511, 600, 600, 1, 3), (300, 300, 700, 4, 5)):
+        mask = np.ones((1, full + t), np.int64)
+        mask[0, :zeros] = 0
+        feeds = {"input_ids": rng.integers(0, 256, (1, t)), "attention_mask": mask,
+                 "position_ids": np.arange(full, full + t)[None]}
+        for name, p in (("0.key", pk), ("0.value", pv), ("1.key", full), ("1.value", full)):
+            feeds[f"past_key_values.{name}"] = rng.standard_normal((1, 1, p, 16)).astype(np.float32)
+        want = dict(zip(names, session.run(names, feeds)))
+        assert want["present.0.key"].shape[2] == min(pk + t, 511) and want["present.1.key"].shape[2] == full + t
+        for got in (model.run(feeds), ncnn(feeds)):
+            for name in names:
+                scale = max(float(np.abs(want[name]).max()), 1.0)
+                assert got[name].shape == want[name].shape and np.abs(got[name] - want[name]).max() <= RTOL * scale, name
