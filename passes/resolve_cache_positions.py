@@ -33,6 +33,7 @@ from converter.shapes.runtime_size_values import express_range_values
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SLICE_TERMS, Op, Term, op, pin_refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
+from converter.rewrite.patterns import unsqueezed_last
 
 from .infer_shapes import infer_shapes
 
@@ -141,15 +142,6 @@ def _slice_rows(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: CacheR
     return True
 
 
-def _unsqueezed_last(graph: Graph, name: str) -> str | None:
-    node = graph.producer(name)
-    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2:
-        return None
-    axes, rank = graph.value(node.inputs[1]), graph.tensors[name].rank
-    return node.inputs[0] if axes is not None and rank and [int(a) % rank for a in axes.reshape(-1)] == [rank - 1] \
-        else None
-
-
 def _mask_columns(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: CacheRanges) -> bool:
     """GatherND(mask (1, L), [0, offset + arange(n)] stacked on a last axis), torch.export's
     mask[batch_idx, kv_idx] over a sliding window's keys (Gemma3: kv_idx offset by max(0, P - window
@@ -161,7 +153,7 @@ def _mask_columns(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: Cach
             or t.rank != 2 or out_dims is None or out in graph.outputs or shapes.of(data) is None \
             or shapes.of(data)[0] != 1 or concat.attrs.get("axis") not in (-1, graph.tensors[concat.outputs[0]].rank - 1):
         return False
-    row, columns = (_unsqueezed_last(graph, part) for part in concat.inputs)
+    row, columns = (unsqueezed_last(graph, part) for part in concat.inputs)
     known = [d if isinstance(d, int) else -1 for d in out_dims]
     if ranges.ranges.get(row) != (1, 0) or not _term_offset(ranges, columns) or known.count(-1) > 1:
         return False

@@ -31,6 +31,7 @@ from converter.shapes.runtime_pad import bounded_pad
 from converter.shapes.shape_math import ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Op, op, pin_refs
 from converter.shapes.symbolic_shapes import SymbolicShapes
+from converter.rewrite.patterns import unsqueezed_last
 
 from .infer_shapes import infer_shapes
 
@@ -61,15 +62,6 @@ def _identity_gather(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: I
     return True
 
 
-def _unsqueezed_last(graph: Graph, name: str) -> str | None:
-    node = graph.producer(name)
-    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2:
-        return None
-    axes, rank = graph.value(node.inputs[1]), graph.tensors[name].rank
-    return node.inputs[0] if axes is not None and rank and [int(a) % rank for a in axes.reshape(-1)] == [rank - 1] \
-        else None
-
-
 def _identity_gather_nd(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: IndexRanges) -> bool:
     """GatherND at (0, ..., arange(n), ..., 0) stacked on a last axis (torch.export's
     `mask[batch_idx, kv_idx]`) reads a tensor that is 1 but along n in order: a Reshape of it."""
@@ -81,7 +73,7 @@ def _identity_gather_nd(graph: Graph, node: Node, shapes: SymbolicShapes, ranges
         return False
     varying = 0
     for axis, part in enumerate(concat.inputs):
-        source = _unsqueezed_last(graph, part)
+        source = unsqueezed_last(graph, part)
         n, offset = ranges.ranges.get(source, (None, None))
         if offset != 0 or (n != 1 or dims[axis] != 1) and n != dims[axis]:
             return False

@@ -30,6 +30,7 @@ import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from converter import convert  # noqa: E402
+from converter.ncnn_side.child import configure_net  # noqa: E402
 from passes.apply_int8 import FAST_FLOAT  # noqa: E402
 from scripts.quantize_models import QUANTIZED, calibration_feeds, quantized, text_page  # noqa: E402
 
@@ -40,6 +41,16 @@ MODELS = {"yolov8n_320": ("yolov8n_320_int8", None), "ppocrv4_det": ("ppocrv4_de
           "bert_tiny": ("bert_tiny_int8", None)}
 CLASSIFIERS = {"mobilenet_v2_224", "resnet18_224", "vit_tiny"}
 
+
+
+def timing_net(param, bin_):
+    """An ncnn Net on the files for timing: 1 thread, fp32 arithmetic (fp16/bf16 off), int8 layers on."""
+    import ncnn
+    net = ncnn.Net()
+    configure_net(net, "fp32", 1)
+    net.load_param(str(param))
+    net.load_model(str(bin_))
+    return net
 
 class Loaded:
     """A model converted (int8 mode `mode`) and loaded in the real ncnn, ready to run on `feeds`."""
@@ -52,13 +63,7 @@ class Loaded:
         model.save(param, bin_)
         self.io, self.layers = model.io(), len(param.read_text().splitlines()) - 2
         self.int8_layers = model.stats.get("int8_layers", 0)
-        self.net = ncnn.Net()
-        for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
-            setattr(self.net.opt, opt, False)
-        self.net.opt.use_int8_inference = True
-        self.net.opt.num_threads = 1
-        self.net.load_param(str(param))
-        self.net.load_model(str(bin_))
+        self.net = timing_net(param, bin_)
         self.times: list[float] = []
 
     def run(self) -> dict[str, np.ndarray]:

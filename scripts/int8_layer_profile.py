@@ -43,7 +43,7 @@ import importlib  # noqa: E402
 from converter import convert  # noqa: E402
 from converter.ir import Node  # noqa: E402
 from converter.ncnn_side.writer import format_float, weight_bytes  # noqa: E402
-from scripts.bench_int8 import MODELS, feeds_at  # noqa: E402
+from scripts.bench_int8 import MODELS, feeds_at, timing_net  # noqa: E402
 from scripts.quantize_models import quantized  # noqa: E402
 
 # the module, not the pass function passes/__init__.py exports under the same name
@@ -122,13 +122,7 @@ class Net:
         param.write_text(f"7767517\n{len(lines)} {blobs}\n" + "\n".join(lines) + "\n")
         bin_.write_bytes(data)
         self.ncnn, self.top = ncnn, top
-        self.net = ncnn.Net()
-        for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
-            setattr(self.net.opt, opt, False)
-        self.net.opt.use_int8_inference = True
-        self.net.opt.num_threads = 1
-        self.net.load_param(str(param))
-        self.net.load_model(str(bin_))
+        self.net = timing_net(param, bin_)
         self.array = np.ascontiguousarray(np.random.default_rng(0).normal(0, 1, shape).astype(np.float32))
         self.rounds: list[float] = []
 

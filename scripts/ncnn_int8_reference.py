@@ -43,7 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from converter import convert  # noqa: E402
-from scripts.bench_int8 import MODELS, feeds_at, onnxruntime_run, rel_rms  # noqa: E402
+from scripts.bench_int8 import MODELS, feeds_at, timing_net, onnxruntime_run, rel_rms  # noqa: E402
 from scripts.int8_layer_profile import float_form  # noqa: E402
 from scripts.quantize_models import QUANTIZED, quantized  # noqa: E402
 
@@ -136,13 +136,7 @@ class Timed:
     def __init__(self, param: Path, io: dict, feeds: dict):
         import ncnn
         self.ncnn, self.io, self.feeds, self.times = ncnn, io, feeds, []
-        self.net = ncnn.Net()
-        for opt in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
-            setattr(self.net.opt, opt, False)
-        self.net.opt.use_int8_inference = True
-        self.net.opt.num_threads = 1
-        self.net.load_param(str(param))
-        self.net.load_model(str(param.with_suffix(".bin")))
+        self.net = timing_net(param, param.with_suffix(".bin"))
         self.arrays = {e["ncnn"]: np.ascontiguousarray(feeds[e["onnx"]][0], np.float32) for e in io["inputs"]}
 
     def run(self) -> list[np.ndarray]:

@@ -183,3 +183,13 @@ def same_type_cast(graph: Graph, name: str) -> Node | None:
             or graph.tensors[node.outputs[0]].dtype != np.float32:
         return None
     return node
+
+
+def unsqueezed_last(graph: Graph, name: str) -> str | None:
+    """x for name = Unsqueeze(x, [last axis]) (torch.export stacks GatherND indices so), else None."""
+    node = graph.producer(name)
+    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2:
+        return None
+    axes, rank = graph.value(node.inputs[1]), graph.tensors[name].rank
+    return node.inputs[0] if axes is not None and rank and [int(a) % rank for a in axes.reshape(-1)] == [rank - 1] \
+        else None
