@@ -87,16 +87,28 @@ def generate_main(argv, steps):
             fixed_onnx[PAIR["branch_input"]] = np.array([not empty_past(feeds)])
         return dict(zip(names, session.run(names, {{**{{k: v for k, v in feeds.items() if k in wanted}}, **fixed_onnx}})))
     ref_tokens, ref_logits = generate(run, prompt, steps, 0, fixed)
-    passed = True
+    passed, parted = True, None
     for k, (a, b) in enumerate(zip(ref_logits, logits)):
         error, scale = float(np.abs(a - b).max()), float(np.abs(a).max())
-        ok = ref_tokens[k] == tokens[k] and error <= LOGITS_RTOL * scale
+        close, best = error <= LOGITS_RTOL * scale, np.sort(a)[-2:]
+        if ref_tokens[k] != tokens[k] and close and best[1] - best[0] <= 2 * LOGITS_RTOL * scale:
+            # a near-tie the allowed deviation can flip: past it the two generations read other tokens
+            parted = (k, float(best[1] - best[0]))
+            break
+        ok = ref_tokens[k] == tokens[k] and close
         passed &= ok
         if not ok:
             print(f"MISMATCH step {{k}}: token {{tokens[k]}}, onnxruntime {{ref_tokens[k]}}, "
                   f"max |dlogit| {{error:.3g}} of {{scale:.3g}}")
-    print(f"{{'ok' if passed else 'MISMATCH'}}: {{len(tokens)}} tokens equal to onnxruntime's, logits within "
-          f"{{LOGITS_RTOL:g}} of the largest at every step" if passed else "MISMATCH")
+    if not passed:
+        print("MISMATCH")
+    elif parted:
+        print(f"ok: logits within {{LOGITS_RTOL:g}} of the largest for {{parted[0] + 1}} steps, tokens equal to "
+              f"onnxruntime's before step {{parted[0]}}, where its best two logits are {{parted[1]:.3g}} apart, within "
+              f"twice that: the generations part there (not compared after it)")
+    else:
+        print(f"ok: {{len(tokens)}} tokens equal to onnxruntime's, logits within {{LOGITS_RTOL:g}} of the "
+              f"largest at every step")
     sys.exit(0 if passed else 1)
 
 
