@@ -33,18 +33,33 @@ def _infer(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
     return shape_inference.infer_shapes(proto, check_type=True, data_prop=data_prop)
 
 
-def _child(write_fd: int, proto: onnx.ModelProto, data_prop: bool) -> None:
-    # the failed assertion's C++ message would be a second line on the user's terminal
+def _quiet() -> None:
+    """In a child: the failed assertion's C++ message would be a second line on the user's terminal."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     faulthandler.disable()      # (it writes through a descriptor of its own)
+
+
+def _answer(proto: onnx.ModelProto, data_prop: bool) -> tuple:
+    """In a child: ("ok", the inferred model without its initializers) or ("error", the exception),
+    which the parent raises as before."""
     try:
         inferred = _infer(proto, data_prop)
         del inferred.graph.initializer[:]
-        reply = ("ok", inferred.SerializeToString())
-    except Exception as exc:       # an ordinary Python error: the parent raises it as before
-        reply = ("error", exc)
+        return "ok", inferred.SerializeToString()
+    except Exception as exc:       # an ordinary Python error
+        return "error", exc
+
+
+def _child(write_fd: int, proto: onnx.ModelProto, data_prop: bool) -> None:
+    _quiet()
+    reply = _answer(proto, data_prop)
     with os.fdopen(write_fd, "wb") as pipe:
         pickle.dump(reply, pipe)
+
+
+def _died(pid: int) -> "ChildDied":
+    _, status = os.waitpid(pid, 0)
+    return ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)))
 
 
 class ChildDied(Exception):
@@ -59,6 +74,7 @@ class _Server:
 
     def __init__(self):
         self.infer = _infer          # a child forked before `_infer` was replaced (tests) runs the old one
+        self.owner = os.getpid()     # a process forked from the caller (a -j worker) forks its own
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.pid = os.fork()
@@ -80,9 +96,7 @@ class _Server:
             return pickle.load(self.replies)
         except (EOFError, BrokenPipeError, pickle.UnpicklingError):
             self.close()
-            _, status = os.waitpid(self.pid, 0)
-            raise ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status)
-                                        else os.WEXITSTATUS(status))) from None
+            raise _died(self.pid) from None
 
     def close(self) -> None:
         for pipe in (self.requests, self.replies):
@@ -93,8 +107,7 @@ class _Server:
 
 
 def _serve(read_fd: int, write_fd: int) -> None:
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)      # as _child
-    faulthandler.disable()
+    _quiet()
     parent = os.getppid()
     with os.fdopen(read_fd, "rb") as requests, os.fdopen(write_fd, "wb") as replies:
         while True:
@@ -106,13 +119,7 @@ def _serve(read_fd: int, write_fd: int) -> None:
                 data, data_prop = pickle.load(requests)
             except EOFError:
                 return
-            try:
-                inferred = _infer(onnx.ModelProto.FromString(data), data_prop)
-                del inferred.graph.initializer[:]
-                reply = ("ok", inferred.SerializeToString())
-            except Exception as exc:
-                reply = ("error", exc)
-            pickle.dump(reply, replies)
+            pickle.dump(_answer(onnx.ModelProto.FromString(data), data_prop), replies)
             replies.flush()
 
 
@@ -125,10 +132,11 @@ def _served(proto: onnx.ModelProto, data_prop: bool) -> tuple:
     with _SERVER_LOCK:
         if _SERVER is not None and (_SERVER.infer is not _infer or _SERVER.owner != os.getpid()):
             _SERVER.close()
+            if _SERVER.owner == os.getpid():     # ours: it leaves on the closed pipe; no zombie kept
+                os.waitpid(_SERVER.pid, 0)
             _SERVER = None
         if _SERVER is None:
             _SERVER = _Server()
-            _SERVER.owner = os.getpid()        # a forked caller (a -j worker) forks its own
         try:
             return _SERVER.ask(proto, data_prop)
         except ChildDied:
@@ -151,9 +159,9 @@ def _in_child(proto: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as pipe:
         data = pipe.read()
-    _, status = os.waitpid(pid, 0)
     if not data:
-        raise ChildDied(signal_name(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)))
+        raise _died(pid)
+    os.waitpid(pid, 0)
     return _reply(proto, *pickle.loads(data))
 
 

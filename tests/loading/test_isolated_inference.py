@@ -28,7 +28,9 @@ def aborting(when_data_prop: set):
     return infer
 
 
-def test_an_abort_in_data_propagation_falls_back_to_plain_inference(monkeypatch):
+@pytest.mark.parametrize("served_bytes", [isolated_inference.SERVED_BYTES, 0])     # the shared child; one per model
+def test_an_abort_in_data_propagation_falls_back_to_plain_inference(monkeypatch, served_bytes):
+    monkeypatch.setattr(isolated_inference, "SERVED_BYTES", served_bytes)
     monkeypatch.setattr(isolated_inference, "_infer", aborting({True}))
     model = converter.convert(small_model())
     assert any("data propagation crashed (SIGABRT)" in w for w in model.graph.warnings)
