@@ -16,7 +16,7 @@ the two checks that the placeholder changes nothing.
 
 Files whose attention reads no mask (onnxruntime-genai's GroupQueryAttention: PROMPT_FILE in
 converter/shapes/decoder_layout.py) cannot mask a placeholder row: their first call goes instead to
-the prompt file convert writes beside them (`first=`, with slots=0), the same model with the past
+the prompt file convert writes beside them (pair_step, with slots=0), the same model with the past
 removed, as onnxruntime-genai runs them: the prompt at once from an empty past, then one token
 per call with a mask of ones.
 """
@@ -68,10 +68,9 @@ def decoder_io(record: dict) -> dict:
 
 
 def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int = 0,
-           fixed: dict[str, np.ndarray] | None = None, first: Step | None = None) -> Generated:
+           fixed: dict[str, np.ndarray] | None = None) -> Generated:
     """Greedy generation: `step` maps ONNX-named feeds to ONNX-named outputs; `io` is
-    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past.
-    `first`, when given, runs the first call without the cache inputs (a prompt file, slots=0)."""
+    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past."""
     fixed = dict(fixed or {})
     missing = [n for n in io["others"] if n not in fixed]
     if missing:
@@ -89,10 +88,7 @@ def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int 
             feeds[MASK] = np.array([mask], np.int64)
         if POSITIONS in io["inputs"]:
             feeds[POSITIONS] = np.arange(position, position + len(ids), dtype=np.int64)[None]
-        if first is not None and not out.tokens:
-            result = first({k: v for k, v in feeds.items() if k not in io["caches"]})
-        else:
-            result = step(feeds)
+        result = step(feeds)
         last = np.asarray(result[LOGITS], np.float32).reshape(-1, result[LOGITS].shape[-1])[-1]
         out.logits.append(last)
         out.tokens.append(int(np.argmax(last)))
@@ -135,8 +131,9 @@ def _empty_past(feeds, io) -> bool:
 
 
 def pair_step(prefill: Step, decode: Step, io: dict) -> Step:
-    """A merged decoder's two files (converter/onnx_side/merged_decoder.py) as one step: a call with an
-    empty past (the first, with slots=0) runs the prefill file, which takes no past; the others decode."""
+    """Two files as one step: a call with an empty past (the first, with slots=0) runs `prefill`, which
+    takes no past (a merged decoder's prefill file, converter/onnx_side/merged_decoder.py, or a genai
+    model's prompt file); the others decode."""
     return lambda feeds: (prefill({k: v for k, v in feeds.items() if k not in io["caches"]})
                           if _empty_past(feeds, io) else decode(feeds))
 

@@ -26,9 +26,8 @@ PAIR = {pair!r}
 LOGITS_RTOL = {rtol!r}
 
 
-def generate(run, prompt, steps, slots, fixed, first=None):
-    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs (`first`,
-    when given, runs the first call: the prompt file)."""
+def generate(run, prompt, steps, slots, fixed):
+    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs."""
     past = {{n: np.zeros([slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)],
                         np.float32) for n, (shape, axis) in CACHES.items()}}
     names = {{e["onnx"] for e in INPUTS}}
@@ -40,7 +39,7 @@ def generate(run, prompt, steps, slots, fixed, first=None):
             feeds["attention_mask"] = np.array([mask], np.int64)
         if "position_ids" in names:
             feeds["position_ids"] = np.arange(position, position + len(ids), dtype=np.int64)[None]
-        out = (first if first is not None and not tokens else run)(feeds)
+        out = run(feeds)
         last = np.asarray(out["logits"], np.float32).reshape(-1, out["logits"].shape[-1])[-1]
         logits.append(last)
         tokens.append(int(np.argmax(last)))
@@ -66,13 +65,15 @@ def generate_main(argv, steps):
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
     model, run, slots, first = loaded(threads=1), None, SLOTS, None
     if PROMPT_PARAM:
-        first, slots = prompt_model().run, 0
+        first = prompt_model()
     if PAIR:
         import runpy
-        prefill, slots = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1), 0
-        run = lambda feeds: (prefill.run({{k: v for k, v in feeds.items() if k not in CACHES}}) if empty_past(feeds)
+        first = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1)
+    if first is not None:       # the call with an empty past (slots=0) goes to the file that takes no past
+        slots = 0
+        run = lambda feeds: (first.run({{k: v for k, v in feeds.items() if k not in CACHES}}) if empty_past(feeds)
                              else model.run(feeds))  # noqa: E731
-    tokens, logits = generate(run or model.run, prompt, steps, slots, fixed, first)
+    tokens, logits = generate(run or model.run, prompt, steps, slots, fixed)
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:
         return

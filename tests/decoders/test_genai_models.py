@@ -129,12 +129,12 @@ def test_generated_check_generates_as_genai(tmp_path):
     same .bin: GroupQueryAttention reads no mask, so a placeholder cache row cannot be masked out), and
     `<stem>_ncnn.py --generate 12 --check` passes in real ncnn: equal tokens, logits within 1e-4 at every
     step, against onnxruntime fed as onnxruntime-genai feeds it. The interpreter, through
-    converter.generation with first=, agrees as well; the decode file alone, started from the placeholder
+    converter.generation's pair_step, agrees as well; the decode file alone, started from the placeholder
     row, does not (what the check reported before: logits ~1e-3 off)."""
     from converter.api import load_ncnn
     from converter.cli import main
     from converter.generation import (compare, decoder_io, greedy, interpreter_step, onnxruntime_step,
-                                      prompt_file, read_record)
+                                      pair_step, prompt_file, read_record)
     name = "qwen3_fp32"
     assert main(["convert", str(MODELS / f"{name}.onnx"), "-o", str(tmp_path), "-q"]) == 0
     param = tmp_path / f"{name}.ncnn.param"
@@ -148,7 +148,7 @@ def test_generated_check_generates_as_genai(tmp_path):
     io = decoder_io(read_record(param))
     reference = greedy(onnxruntime_step(MODELS / f"{name}.onnx"), io, PROMPT, 12)
     decode = interpreter_step(load_ncnn(param, param.with_suffix(".bin")))
-    ours = greedy(decode, io, PROMPT, 12, first=interpreter_step(load_ncnn(prompt, param.with_suffix(".bin"))))
+    ours = greedy(pair_step(interpreter_step(load_ncnn(prompt, param.with_suffix(".bin"))), decode, io), io, PROMPT, 12)
     assert compare(reference, ours, 1e-4) == []
     assert compare(reference, greedy(decode, io, PROMPT, 12, slots=1), 1e-4)      # the placeholder row is attended
 
