@@ -136,13 +136,13 @@ def cmd_convert(args) -> int:
 def _convert_one(args, source: str, int8: str) -> int:
     """Convert `source` (the model, or its calibrated QDQ form) into files named after args.model."""
     args.model = args.model[0]
-    if _is_merged(args, source):
-        return _convert_merged(args, source, int8)
-    progress = Progress(label="convert") if _shows_progress(args) else None
     options = dict(input_shapes=_input_shapes(args), input_values=_input_values(args.input_value), int8=int8,
                    share_weights=args.share_weights, target_ncnn=args.target_ncnn,
                    outputs=_output_names(args.outputs), host_tail=args.host_tail, block_quant=args.block_quant,
                    nchw_inputs=args.nchw_input)
+    if _is_merged(args, source):
+        return _convert_merged(args, source, options)
+    progress = Progress(label="convert") if _shows_progress(args) else None
     try:
         model = convert(source, progress=progress, **options)
         if progress is not None:
@@ -196,11 +196,10 @@ def _is_merged(args, source: str) -> bool:
         return False
 
 
-def _convert_merged(args, source: str, int8: str) -> int:
-    """Both files of a merged decoder (converter/onnx_side/merged_decoder.py), converted before either is written."""
-    models = convert_merged(source, input_shapes=_input_shapes(args), input_values=_input_values(args.input_value),
-                            int8=int8, share_weights=args.share_weights, target_ncnn=args.target_ncnn,
-                            block_quant=args.block_quant)
+def _convert_merged(args, source: str, options: dict) -> int:
+    """Both files of a merged decoder (converter/onnx_side/merged_decoder.py), converted before either is
+    written with `options` as the single file's (no --outputs or --host-tail: _is_merged)."""
+    models = convert_merged(source, **options)
     results = write_merged(models, args.model, args.output_dir, args.fp16, args.paths)
     if args.json:
         print(json.dumps({"pair": results}))
