@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from converter.ncnn_side.bin_size import size_record
-from converter.generation import decoder_io
+from converter.generation import prompt_input_shapes, wants_prompt_file
 from converter.ncnn_side.layout import sidecar_bytes, sidecar_path
 from converter.ncnn_side.writer import bin_chunks, param_text, write_atomically
 from converter.onnx_side.host_tail import script_block, tail_path
@@ -24,7 +24,7 @@ from converter.onnx_side.isolated_inference import signal_name
 from converter.onnx_side.loader import read_model
 from converter.onnx_side.merged_decoder import pair_paths, pair_record
 from converter.onnx_side.pnnx_args import pnnx_input_shapes
-from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
+from converter.shapes.decoder_layout import prompt_param_path
 from converter.verification.fp16 import weight_warnings
 from converter.verification.harness import harness_script, script_path
 
@@ -73,9 +73,9 @@ def write_conversion(model: NcnnModel, model_path, output_dir, fp16: bool, paths
 
 
 def write_prompt_file(source, result: dict, options: dict, fp16: bool = False) -> str:
-    """The prompt file of a decoder step whose attention reads no mask (PROMPT_FILE in
-    converter/shapes/decoder_layout.py): `source` converted again with `options` (convert's keyword
-    arguments) and its first past's growing axis fixed at 0, which drops every past. Its .param and io
+    """The prompt file of a decoder step (generation.wants_prompt_file): `source` converted again with
+    `options` (convert's keyword arguments) and its first past's growing axis fixed at 0, which drops
+    every past (converter/onnx_side/empty_past.py). Its .param and io
     record go beside `result`'s files (write_conversion's); it loads their .bin, checked here to hold
     the same bytes. Returns its .param path; ConversionError (one line) when it cannot be made, after
     removing `result`'s files (a decode file without its prompt file cannot start a generation)."""
@@ -90,9 +90,8 @@ def write_prompt_file(source, result: dict, options: dict, fp16: bool = False) -
 
 
 def _prompt_file(source, result: dict, options: dict, fp16: bool) -> str:
-    name, (shape, axis) = next(iter(decoder_io(result)["caches"].items()))
-    empty = [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
-    prompt = convert(source, **{**options, "input_shapes": {**(options.get("input_shapes") or {}), name: empty}})
+    shapes = {**(options.get("input_shapes") or {}), **prompt_input_shapes(result)}
+    prompt = convert(source, **{**options, "input_shapes": shapes})
     if not _same_bin(prompt.graph, fp16, result["bin"]):
         raise ConversionError(f"the prompt file (the past removed) would need other weights than {result['bin']}")
     param = prompt_param_path(result["param"])
@@ -191,7 +190,7 @@ def convert_one(model_path: str, options: Options) -> dict:
             converted = convert(proto, shapes, **kwargs)
             del proto
             row.update(write_conversion(converted, model_path, options.output_dir, options.fp16))
-            if converted.graph.meta.get(PROMPT_FILE):       # a generation starts from it
+            if wants_prompt_file(row):       # a generation starts from it
                 converted.graph = None
                 row["prompt_param"] = write_prompt_file(model_path, row, {**kwargs, "input_shapes": shapes},
                                                         options.fp16)

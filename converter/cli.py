@@ -31,7 +31,6 @@ from converter.run_command import (
     time_runs,
     timing_line,
 )
-from converter.shapes.decoder_layout import PROMPT_FILE
 from converter.verification.check import verify
 from converter.verification.image_input import ImageSpec, is_image_path, parse_image_spec
 from converter.verification.report import check_report_path, write_report
@@ -42,6 +41,7 @@ from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES, branch_inpu
 from .api import convert, convert_merged, load_ncnn
 from .batch_convert import Options, approximate_line, run_batch, write_conversion, write_merged, write_prompt_file
 from .calibration import calibrated, int8_mode
+from .generation import wants_prompt_file
 from .interpreter import InterpreterError
 from .ir import ConversionError
 
@@ -152,7 +152,7 @@ def _convert_one(args, source: str, int8: str) -> int:
             print(f"onnx2ncnn: warning: {warning}", file=sys.stderr)
         for note in model.stats.get("notes", []):
             print(f"onnx2ncnn: note: {note}", file=sys.stderr)
-        if model.graph.meta.get(PROMPT_FILE):     # a generation starts from it (decoder_layout.PROMPT_FILE)
+        if wants_prompt_file(result):     # a generation starts from it
             model.graph = None          # its weights, before the second conversion holds another copy
             result["prompt_param"] = write_prompt_file(source, result, options, args.fp16)
     finally:    # a refused model must not get a progress line after its one error line
@@ -168,7 +168,7 @@ def _convert_one(args, source: str, int8: str) -> int:
     print(size_line(result))
     if "prompt_param" in result:
         print(f"  and {result['prompt_param']}: the same model with the past removed, on the same .bin "
-              f"(a generation's first call: these files' attention reads no mask)")
+              f"(a generation's first call: ncnn holds no empty past)")
     if "int8_layers" in model.stats:     # a quantized model: what runs int8, what runs in float and why
         dropped = f"; {len(model.stats['int8_dropped'])} activation Q/DQ pairs dropped" if "int8_dropped" in model.stats else ""
         print(f"  {model.stats.get('int8_layers', 0)} layers run int8 ({model.stats.get('int8_mode')} mode{dropped})")

@@ -8,17 +8,11 @@ tokens, the mask, the positions nor a self-attention cache (an encoder-decoder s
 caches, encoder states) are passed as `fixed` feeds, the same at every call.
 
 ncnn cannot hold an empty Mat (a zero-length past fed to the pip runtime segfaulted, 2026-11-28),
-so a file's first call cannot take past length 0. The loop starts instead from `slots` cache rows
-of zeros that the attention mask marks absent (mask 0): a masked key gets the mask's minimum and
-contributes exactly nothing after the softmax, and positions come from position_ids, not from the
-cache length. onnxruntime runs the same loop with slots=0 (a true empty past), so a comparison of
-the two checks that the placeholder changes nothing.
-
-Files whose attention reads no mask (onnxruntime-genai's GroupQueryAttention: PROMPT_FILE in
-converter/shapes/decoder_layout.py) cannot mask a placeholder row: their first call goes instead to
-the prompt file convert writes beside them (pair_step, with slots=0), the same model with the past
-removed, as onnxruntime-genai runs them: the prompt at once from an empty past, then one token
-per call with a mask of ones.
+so a file that reads the past cannot take a generation's first call. That call (an empty past) goes
+to the file that takes no past: the prompt file convert writes beside a decoder step (the same model
+with its past removed, on the same .bin: converter/shapes/decoder_layout.py starts_from_prompt_file),
+or a merged decoder's prefill file. `pair_step` joins the two; `file_step` builds it from the files.
+onnxruntime runs the same loop on the ONNX file from a true empty past.
 """
 from __future__ import annotations
 
@@ -30,7 +24,8 @@ from typing import Callable
 import numpy as np
 
 from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES
-from converter.shapes.decoder_layout import cache_pairs, is_cross, past_inputs, prompt_param_path
+from converter.shapes.decoder_layout import (cache_pairs, is_cross, past_inputs, prompt_param_path,
+                                             starts_from_prompt_file)
 from converter.ncnn_side.layout import sidecar_path, to_ncnn, to_onnx
 from converter.ncnn_side.runtime import NcnnRunner
 
@@ -67,19 +62,18 @@ def decoder_io(record: dict) -> dict:
     return {"caches": caches, "pairs": pairs, "others": others, "inputs": list(inputs)}
 
 
-def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int, slots: int = 0,
+def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int,
            fixed: dict[str, np.ndarray] | None = None) -> Generated:
-    """Greedy generation: `step` maps ONNX-named feeds to ONNX-named outputs; `io` is
-    decoder_io(record); `slots` placeholder cache rows (masked out) stand for the empty past."""
+    """Greedy generation from an empty past: `step` maps ONNX-named feeds to ONNX-named outputs (a
+    converted file's through pair_step / file_step); `io` is decoder_io(record)."""
     fixed = dict(fixed or {})
     missing = [n for n in io["others"] if n not in fixed]
     if missing:
         raise ValueError(f"inputs {', '.join(missing)} need values (fixed=...)")
     past = {}
     for name, (shape, axis) in io["caches"].items():
-        dims = [slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
-        past[name] = np.zeros(dims, np.float32)
-    mask = [0] * slots
+        past[name] = np.zeros([0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)], np.float32)
+    mask: list[int] = []
     position, ids, out = 0, list(prompt), Generated([])
     for _ in range(new_tokens):
         mask += [1] * len(ids)
@@ -131,7 +125,7 @@ def _empty_past(feeds, io) -> bool:
 
 
 def pair_step(prefill: Step, decode: Step, io: dict) -> Step:
-    """Two files as one step: a call with an empty past (the first, with slots=0) runs `prefill`, which
+    """Two files as one step: a call with an empty past (a generation's first) runs `prefill`, which
     takes no past (a merged decoder's prefill file, converter/onnx_side/merged_decoder.py, or a genai
     model's prompt file); the others decode."""
     return lambda feeds: (prefill({k: v for k, v in feeds.items() if k not in io["caches"]})
@@ -160,9 +154,43 @@ def read_record(param_path) -> dict:
 
 
 def prompt_file(param_path) -> Path | None:
-    """The prompt file convert wrote beside `param_path` (PROMPT_FILE), or None."""
+    """The prompt file convert wrote beside `param_path` (decoder_layout.starts_from_prompt_file), or None."""
     path = prompt_param_path(param_path)
     return path if path.is_file() else None
+
+
+def wants_prompt_file(record: dict) -> bool:
+    """Whether convert writes a prompt file beside the files of this io record (decoder_layout's
+    starts_from_prompt_file; a merged decoder's pair has its prefill file instead)."""
+    return "pair" not in record and starts_from_prompt_file([e["onnx"] for e in record["inputs"]],
+                                                            [e["onnx"] for e in record["outputs"]])
+
+
+def prompt_input_shapes(record: dict) -> dict[str, list[int]]:
+    """convert's input_shapes that make a decoder step's prompt file: its first self past with an empty
+    sequence, which empties them all (converter/onnx_side/empty_past.py)."""
+    name, (shape, axis) = next(iter(decoder_io(record)["caches"].items()))
+    return {name: [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]}
+
+
+def file_step(param_path, bin_path, load=None, runner=None) -> tuple[Step, dict]:
+    """(step, io) for a generation on converted files: the decode file `param_path` and the file its
+    first call runs, found beside it (a merged decoder's prefill file, or the prompt file on the same
+    .bin), in real ncnn (`runner`: an NcnnRunner) or, given `load` (converter.api.load_ncnn), in the
+    numpy interpreter."""
+    files = read_pair(param_path)
+    if files is None:
+        prompt = prompt_file(param_path)
+        if prompt is None:
+            raise ValueError(f"{param_path}: a generation starts from the prompt file {prompt_param_path(param_path).name} "
+                             f"that convert writes beside a decoder step: not found")
+        files = {"prefill": (prompt, bin_path, read_record(prompt)),
+                 "decode": (Path(param_path), bin_path, read_record(param_path))}
+    runner = runner or (None if load else NcnnRunner(threads=1))
+    steps = {phase: interpreter_step(load(p, b)) if load else ncnn_step(p, b, r, runner)
+             for phase, (p, b, r) in files.items()}
+    io = decoder_io(files["decode"][2])
+    return pair_step(steps["prefill"], steps["decode"], io), io
 
 
 def compare(reference: Generated, got: Generated, rtol: float) -> list[str]:

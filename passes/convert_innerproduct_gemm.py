@@ -7,8 +7,8 @@ activation or int8 becomes Gemm (transB=1: B is the InnerProduct weight as store
 value per column, broadcast type 4). A 1-D input (one vector) and a single row stay InnerProducts: for
 one row ncnn's InnerProduct streams its packed weights faster than Gemm (a decoder step at one token,
 Qwen2.5-0.5B's projections with the weights out of cache: 0.74-1.0x onnxruntime's MatMul against Gemm's
-0.85-1.07x, scripts/projection_forms.py; Gemm wins from 32 rows). So do the projections of an
-onnxruntime-genai decode file (PROMPT_FILE: its prompt file takes the prompt, and it one token a call):
+0.85-1.07x, scripts/projection_forms.py; Gemm wins from 32 rows). So do the projections of a decoder
+step that has a prompt file (decoder_layout.starts_from_prompt_file: that takes the prompt, this one token a call):
 right for any row count, ncnn's fast form for the one it is fed, and its weight is the bytes the prompt
 file's Gemm reads as B (N x K), so both files share one .bin; one with a bias (Qwen2's q/k/v) stays a
 Gemm in both, as ncnn reads Gemm's C with a flag word and InnerProduct's bias without one. One walk.
@@ -19,14 +19,14 @@ import numpy as np
 
 from converter.ir import Graph
 from converter.ncnn_side.layers import SPECS
-from converter.shapes.decoder_layout import PROMPT_FILE
+from converter.shapes.decoder_layout import starts_from_prompt_file
 
 BROADCAST_PER_COLUMN = 4
 NO_C = -1
 
 
 def convert_innerproduct_gemm(graph: Graph) -> dict:
-    one_row_a_call = graph.meta.get(PROMPT_FILE)
+    one_row_a_call = starts_from_prompt_file(graph.inputs, graph.outputs)
     converted = 0
     for node in graph.topological():
         if not node.ncnn or node.op != "InnerProduct" or len(node.inputs) != 1:

@@ -3,13 +3,15 @@ ONNX file, both on 1 thread (a benchmark: prints times and ratios, asserts nothi
 
     .venv/bin/python scripts/bench_decoders.py [MODEL.onnx ...] [--prompt 64] [--tokens 32]
 
-Each model is converted to a temporary folder; both runtimes prefill the same prompt (ncnn with
-its one masked placeholder cache row, converter/generation.py) and then decode --tokens tokens
+Each model is converted to a temporary folder; both runtimes prefill the same prompt (ncnn in the
+prompt file convert writes beside the decode file, converter/generation.py) and then decode --tokens tokens
 greedily; the decode calls are timed one by one and the median is reported, with the prefill time.
 Default models: models/decoders/*_ts.onnx."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import statistics
 import sys
 import tempfile
@@ -20,8 +22,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from converter.api import convert  # noqa: E402
-from converter.generation import decoder_io, greedy, onnxruntime_step, read_record  # noqa: E402
+from converter.cli import main as onnx2ncnn  # noqa: E402
+from converter.generation import decoder_io, greedy, onnxruntime_step, pair_step, prompt_file, read_record  # noqa: E402
 from converter.ncnn_side.layout import to_ncnn, to_onnx  # noqa: E402
 
 
@@ -74,20 +76,23 @@ def main(argv=None) -> int:
           f"{'ncnn prefill ms':>15} {'ort prefill ms':>14} tokens")
     with tempfile.TemporaryDirectory() as tmp:
         for path in models:
-            converted = convert(str(path))
+            with contextlib.redirect_stdout(io.StringIO()):      # its summary lines
+                converted = onnx2ncnn(["convert", str(path), "-o", tmp, "-q"])
+            if converted:
+                return 2
             param, bin_ = Path(tmp) / f"{path.stem}.ncnn.param", Path(tmp) / f"{path.stem}.ncnn.bin"
-            converted.save(param, bin_)
             record = read_record(param)
-            io = decoder_io(record)
+            layout = decoder_io(record)
+            first = prompt_file(param)
+            ncnn_step = pair_step(ncnn_in_process(first, bin_, read_record(first)), ncnn_in_process(param, bin_, record), layout)
             runs = {}
-            for name, step, slots in (("ncnn", ncnn_in_process(param, bin_, record), 1),
-                                      ("ort", onnxruntime_step(path), 0)):
-                greedy(step, io, prompt[:4], 2, slots)          # warm up
+            for name, step in (("ncnn", ncnn_step), ("ort", onnxruntime_step(path))):
+                greedy(step, layout, prompt[:4], 2)          # warm up
                 run, times = timed(step)
-                generated = greedy(run, io, prompt, args.tokens, slots)
+                generated = greedy(run, layout, prompt, args.tokens)
                 runs[name] = (statistics.median(times[1:]) * 1e3, times[0] * 1e3, generated.tokens)
             same = "equal" if runs["ncnn"][2] == runs["ort"][2] else "DIFFER"
-            print(f"{path.stem:24} {len(converted.graph.nodes):>6} {runs['ncnn'][0]:>13.3f} {runs['ort'][0]:>12.3f} "
+            print(f"{path.stem:24} {param.read_text().splitlines()[1].split()[0]:>6} {runs['ncnn'][0]:>13.3f} {runs['ort'][0]:>12.3f} "
                   f"{runs['ncnn'][0] / runs['ort'][0]:>6.2f} {runs['ncnn'][1]:>15.2f} {runs['ort'][1]:>14.2f} {same}")
     return 0
 

@@ -20,14 +20,16 @@ Tile InnerProduct MatMul Sigmoid LayerNorm Dropout) build 86 objects into anothe
 --ncnn-build.
 
 The loop is the ```cpp block of README.md or docs/*.md that extracts "present."; it is compiled as
-written inside a main() that declares what the prose around it names (net, layers, kv_heads, head_dim,
-prompt, n_new) and prints each token the loop appends to `generated`. A loop that keeps no
+written inside a main() that declares what the prose around it names (net, prompt_net, layers, kv_heads,
+head_dim, prompt, n_new) and prints each token the loop appends to `generated`. A loop that keeps no
 `generated` gets a `generated.push_back(next)` after `ids.assign(1, next)`, and the script says so.
 Prints the two token lists and exits 0 when they are equal, 1 when not, 2 when something is missing.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -52,13 +54,16 @@ MAIN = """#include <algorithm>
 
 int main(int argc, char** argv)
 {{
-    ncnn::Net net;
-    net.opt.num_threads = 1;
-    net.opt.use_fp16_storage = false;
-    net.opt.use_fp16_arithmetic = false;
-    net.opt.use_fp16_packed = false;
-    net.opt.use_bf16_storage = false;
+    ncnn::Net net, prompt_net;      // the decode file and its prompt file, on one .bin
+    for (ncnn::Net* n : {{&net, &prompt_net}}) {{
+        n->opt.num_threads = 1;
+        n->opt.use_fp16_storage = false;
+        n->opt.use_fp16_arithmetic = false;
+        n->opt.use_fp16_packed = false;
+        n->opt.use_bf16_storage = false;
+    }}
     if (net.load_param(argv[1]) || net.load_model(argv[2])) return 2;
+    if (prompt_net.load_param(argv[3]) || prompt_net.load_model(argv[2])) return 2;
     const int layers = {layers}, kv_heads = {kv_heads}, head_dim = {head_dim}, n_new = {n_new};
     const std::vector<int> prompt = {{{prompt}}};
     std::vector<int> generated;
@@ -118,17 +123,20 @@ def main() -> None:
     ap.add_argument("--page", type=Path, help="the markdown file holding the loop (default: README.md, docs/)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from converter import convert
-    from converter.generation import decoder_io, greedy, ncnn_step, read_record
+    from converter.cli import main as onnx2ncnn
+    from converter.generation import file_step, greedy, prompt_file, read_record
     loop, page = find_loop(args.page)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         param, bin_ = work / "m.ncnn.param", work / "m.ncnn.bin"
-        convert(str(args.model)).save(param, bin_)
+        with contextlib.redirect_stdout(io.StringIO()):      # its summary lines
+            converted = onnx2ncnn(["convert", str(args.model), "--param", str(param), "--bin", str(bin_), "-q"])
+        if converted:
+            fail(f"{args.model} did not convert")
         record = read_record(param)
-        reference = greedy(ncnn_step(param, bin_, record), decoder_io(record), PROMPT, args.tokens, slots=1).tokens
+        reference = greedy(*file_step(param, bin_), PROMPT, args.tokens).tokens
         exe = compile_loop(loop, record, args.tokens, args.ncnn_src, args.ncnn_build, work)
-        done = subprocess.run([str(exe), str(param), str(bin_)], capture_output=True, text=True)
+        done = subprocess.run([str(exe), str(param), str(bin_), str(prompt_file(param))], capture_output=True, text=True)
         if done.returncode:
             fail(f"the compiled loop failed (exit {done.returncode}): {done.stderr.strip()}")
         got = [int(t) for t in done.stdout.split()]

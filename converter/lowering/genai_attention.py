@@ -27,7 +27,6 @@ import numpy as np
 from converter.ncnn_side.expression import expression_list
 from ..ir import Graph, Node
 from converter.ncnn_side.layers import BINARY_OPS
-from converter.shapes.decoder_layout import PROMPT_FILE
 from converter.shapes.symbolic import Ref, Renderer, op
 from . import LOWERINGS, lowers
 from .common import constant, fail, layer, new_tensor, reshape_layer
@@ -165,8 +164,6 @@ def group_query_attention(graph: Graph, node: Node) -> list[Node]:
     past_k, past_v = ins[3], ins[4]
     static_empty = bool(past_k) and graph.tensors[past_k].shape is not None and graph.tensors[past_k].shape[2] == 0
     has_past = bool(past_k) and not static_empty
-    if has_past:    # seqlens_k (the mask) is not read, so no cache row can be masked (PROMPT_FILE)
-        graph.meta[PROMPT_FILE] = True
     if node.attrs.get("do_rotary", 0):
         cos_table = constant(graph, node, 7, "cos_cache")
         sin_table = constant(graph, node, 8, "sin_cache")

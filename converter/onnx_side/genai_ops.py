@@ -191,23 +191,3 @@ def detach_sequence_lengths(proto: onnx.ModelProto) -> None:
         kept = list(reversed(keep))
         del graph.node[:]
         graph.node.extend(kept)
-
-
-def drop_empty_pasts(proto: onnx.ModelProto, input_shapes: dict) -> dict:
-    """A prompt's conversion: when a GroupQueryAttention past input is given an extent of 0 on its
-    sequence axis (--input-shape past_key_values.0.key=1,2,0,64), every GroupQueryAttention past
-    input is removed (a prompt has no past in any layer; ncnn holds no empty blob) and the
-    attentions read none. Returns the input shapes left for the other inputs."""
-    empty = {name for name, dims in input_shapes.items() if len(dims) == 4 and dims[2] == 0}
-    pasts = {i for n in proto.graph.node if n.domain == MS_DOMAIN and n.op_type == "GroupQueryAttention"
-             for i in list(n.input)[3:5] if i}
-    if not empty & pasts:
-        return input_shapes
-    for n in proto.graph.node:
-        for slot, name in enumerate(n.input):
-            if name in pasts:
-                n.input[slot] = ""
-    kept = [i for i in proto.graph.input if i.name not in pasts]
-    del proto.graph.input[:]
-    proto.graph.input.extend(kept)
-    return {k: v for k, v in input_shapes.items() if k not in pasts}

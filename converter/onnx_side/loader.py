@@ -13,6 +13,7 @@ from onnx import external_data_helper, numpy_helper, version_converter
 from converter.ir import ConversionError, Graph, Node, Tensor
 from converter.onnx_side.contrib_qdq import standardize_contrib_qdq
 from converter.onnx_side.defaults import fill_defaults
+from converter.onnx_side.empty_past import empty_pasts
 from converter.onnx_side.external_weights import (
     LARGE,
     external_bytes,
@@ -23,7 +24,6 @@ from converter.onnx_side.external_weights import (
 )
 from converter.onnx_side.genai_ops import (
     detach_sequence_lengths,
-    drop_empty_pasts,
     infer_with_genai_ops,
     is_genai_op,
     known_op_complaint,
@@ -217,7 +217,7 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     detach_sequence_lengths(proto)
     apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
-    overridden = apply_input_shapes(proto, drop_empty_pasts(proto, input_shapes or {}))
+    overridden = apply_input_shapes(proto, empty_pasts(proto, input_shapes or {}))
     fix_input_dims_from_weights(proto, set(input_shapes or {}))      # a MatMul's K x N weight fixes K
     if warnings is not None:
         warnings.extend(overridden)

@@ -23,13 +23,19 @@ from pathlib import Path
 
 from converter.shapes.symbolic import Ref, Term, op
 
-# graph.meta key set by a lowering whose attention reads the past whole, the mask unread (com.microsoft
-# GroupQueryAttention: its seqlens_k is taken to be P + T - 1, as onnxruntime-genai feeds it at batch 1).
-# No cache row can be masked out there, so a generation cannot start from a placeholder row the mask
-# marks absent (onnxruntime's GQA overwrites such a row; these files would attend it and rotate one
-# position too far): it starts from the same model with the past removed, the prompt file convert
-# writes beside (converter/batch_convert.py write_prompt_file), on the same .bin.
-PROMPT_FILE = "prompt_file"
+
+def starts_from_prompt_file(inputs, outputs) -> bool:
+    """Whether a decoder step with these input and output names gets a prompt file: the same model with
+    its self past removed, on the same .bin (converter/onnx_side/empty_past.py; convert writes it beside
+    as prompt_param_path names it). ncnn holds no empty Mat, so a file that reads the past cannot take a
+    generation's first call; a cache row of zeros standing for the empty past is no answer, as not every
+    attention reads a mask that could hide it (onnxruntime-genai's GroupQueryAttention reads none, a
+    sliding window reads the mask's first columns only). So the prompt file takes the prompt, and the
+    file itself then one token a call. A decoder-only step: an encoder-decoder step's first call is the
+    decoder file without a past that the export provides."""
+    pairs = cache_pairs(inputs, outputs)
+    pasts = past_inputs(inputs)
+    return "input_ids" in inputs and bool(pairs) and not any(is_cross(n) for n in pasts)
 
 
 def prompt_param_path(param) -> Path:

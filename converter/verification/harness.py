@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from converter.ncnn_side.layout import PERM_KEY
-from converter.shapes.decoder_layout import PROMPT_FILE, prompt_param_path
+from converter.generation import wants_prompt_file
+from converter.shapes.decoder_layout import prompt_param_path
 from converter.verification.harness_generate import generate_block
 
 TEMPLATE = '''#!/usr/bin/env python3
@@ -308,13 +309,13 @@ def harness_script(model, param_path, bin_path, onnx_path, example_shapes: dict[
         examples={e["onnx"]: example_shapes.get(e["onnx"], e["onnx_shape"]) for e in inputs},
         min_version=io.get("ncnn_min_version"), min_version_text=io.get("ncnn_min_version") or "(unknown)")
     int8_gemm = any(n.op == "Gemm" and 0 < int(n.params.get(18, 0)) < 400 for n in model.graph.topological())
-    prompt = prompt_param_path(param_path).name if model.graph.meta.get(PROMPT_FILE) else None
+    prompt = prompt_param_path(param_path).name if wants_prompt_file(io) else None
     return with_generation(text, io, script.name, int8_gemm, prompt)
 
 
 def with_generation(text: str, io: dict, script_name: str, int8_gemm: bool = False, prompt: str | None = None) -> str:
     """A decoder step's script also generates tokens (converter/verification/harness_generate.py);
-    `prompt`: the prompt file its generation starts from (PROMPT_FILE), a name beside the .param."""
+    `prompt`: the prompt file its generation starts from (generation.wants_prompt_file), a name beside the .param."""
     block = generate_block(io, script_name, int8_gemm, prompt)
     tail = '\n\nif __name__ == "__main__":'
     return text if block is None else text.replace(tail, block + tail)

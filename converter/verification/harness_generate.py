@@ -1,9 +1,11 @@
 """The `--generate N` mode of `<stem>_ncnn.py` for a decoder step (converter/generation.py's loop,
 written out so that the script needs numpy and ncnn only): prefill a prompt, decode N tokens
 greedily carrying present -> past between calls; with --check, onnxruntime runs the same loop on
-the .onnx (from a true empty past) and tokens and logits are compared step by step. Files whose
-attention reads no mask (PROMPT_FILE in converter/shapes/decoder_layout.py) start from their prompt
-file instead of a masked placeholder row."""
+the .onnx (from a true empty past) and tokens and logits are compared step by step. The first call
+(an empty past: ncnn holds no empty Mat) runs the prompt file convert writes beside a decoder step
+(generation.wants_prompt_file) or a merged decoder's prefill file; a step without either (an
+encoder-decoder's decoder_with_past: its first call is the export's decoder without a past) gets no
+--generate."""
 from __future__ import annotations
 
 from converter.generation import decoder_io
@@ -14,24 +16,22 @@ GENERATE = '''
 CACHES = {caches!r}   # past input -> (ONNX shape, the axis that grows)
 PRESENT = {pairs!r}   # present output -> the past input it becomes in the next call
 OTHERS = {others!r}   # other inputs: the same value at every call (fed from NAME=FILE.npy)
-# ncnn cannot hold an empty Mat: the first call gets one cache row of zeros that the mask marks absent
-SLOTS = 1
-# or, where the attention reads no mask (onnxruntime-genai's GroupQueryAttention), the first call goes
-# to this prompt file: the same model with the past removed, on the same .bin (None: no such file)
+# ncnn cannot hold an empty Mat: the first call (an empty past) goes to this prompt file, the same model
+# with the past removed, on the same .bin (None: a merged decoder's pair, below)
 PROMPT_PARAM = {prompt!r}
-# a merged decoder's pair: the first call (an empty past) runs the prefill file's script, and onnxruntime's
-# merged file gets the branch input False then, True after (as optimum feeds it)
+# or a merged decoder's pair: the first call runs the prefill file's script, and onnxruntime's merged
+# file gets the branch input False then, True after (as optimum feeds it)
 PAIR = {pair!r}
 # --check: logits within this fraction of their largest at every step ({why})
 LOGITS_RTOL = {rtol!r}
 
 
-def generate(run, prompt, steps, slots, fixed):
-    """Greedy tokens and each step's last logits; `run` maps ONNX-named feeds to outputs."""
-    past = {{n: np.zeros([slots if i == axis else (1 if d is None else d) for i, d in enumerate(shape)],
+def generate(run, prompt, steps, fixed):
+    """Greedy tokens and each step's last logits from an empty past; `run` maps ONNX-named feeds to outputs."""
+    past = {{n: np.zeros([0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)],
                         np.float32) for n, (shape, axis) in CACHES.items()}}
     names = {{e["onnx"] for e in INPUTS}}
-    mask, position, ids, tokens, logits = [0] * slots, 0, list(prompt), [], []
+    mask, position, ids, tokens, logits = [], 0, list(prompt), [], []
     for _ in range(steps):
         mask += [1] * len(ids)
         feeds = {{"input_ids": np.array([ids], np.int64), **past, **fixed}}
@@ -63,17 +63,18 @@ def generate_main(argv, steps):
     missing = [n for n in OTHERS if n not in fixed]
     if missing:
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
-    model, run, slots, first = loaded(threads=1), None, SLOTS, None
-    if PROMPT_PARAM:
-        first = prompt_model()
+    model = loaded(threads=1)
     if PAIR:
         import runpy
         first = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1)
-    if first is not None:       # the call with an empty past (slots=0) goes to the file that takes no past
-        slots = 0
-        run = lambda feeds: (first.run({{k: v for k, v in feeds.items() if k not in CACHES}}) if empty_past(feeds)
-                             else model.run(feeds))  # noqa: E731
-    tokens, logits = generate(run or model.run, prompt, steps, slots, fixed)
+    else:
+        first = prompt_model()
+
+    def run(feeds):     # the call with an empty past goes to the file that takes no past
+        if empty_past(feeds):
+            return first.run({{k: v for k, v in feeds.items() if k not in CACHES}})
+        return model.run(feeds)
+    tokens, logits = generate(run, prompt, steps, fixed)
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:
         return
@@ -87,7 +88,7 @@ def generate_main(argv, steps):
         if PAIR:
             fixed_onnx[PAIR["branch_input"]] = np.array([not empty_past(feeds)])
         return dict(zip(names, session.run(names, {{**{{k: v for k, v in feeds.items() if k in wanted}}, **fixed_onnx}})))
-    ref_tokens, ref_logits = generate(run, prompt, steps, 0, fixed)
+    ref_tokens, ref_logits = generate(run, prompt, steps, fixed)
     passed, parted = True, None
     for k, (a, b) in enumerate(zip(ref_logits, logits)):
         error, scale = float(np.abs(a - b).max()), float(np.abs(a).max())
@@ -119,8 +120,8 @@ def prompt_model():
     param = HERE / PROMPT_PARAM
     record = param.with_suffix(".json")
     if not (param.is_file() and record.is_file()):
-        sys.exit(f"--generate: the attention of these files reads no mask, so a generation starts from "
-                 f"the prompt file {{PROMPT_PARAM}} (and its .json) that convert writes beside them: not found")
+        sys.exit(f"--generate: a generation starts from the prompt file {{PROMPT_PARAM}} (and its .json) "
+                 f"that convert writes beside these files (ncnn holds no empty past): not found")
     io = json.loads(record.read_text(encoding="utf-8"))
     return Model(1, param, (io["inputs"], io["outputs"]))
 
@@ -149,12 +150,14 @@ INT8_GEMM_RTOL = 2e-2      # --block-quant int8 (converter/lowering/genai_matmul
 def generate_block(record: dict, script_name: str, int8_gemm: bool = False, prompt: str | None = None) -> str | None:
     """The script text that adds --generate, for a decoder step's io record; None for others.
     `int8_gemm`: the files quantize activations in int8 Gemms, and --check allows their deviation.
-    `prompt`: the prompt file's name (PROMPT_FILE in converter/shapes/decoder_layout.py), or None."""
+    `prompt`: the prompt file's name (generation.wants_prompt_file), or None."""
     try:
         io = decoder_io(record)
     except (ValueError, KeyError):
         return None
     pair = record.get("pair")
+    if pair is None and prompt is None:     # no file takes the first call
+        return None
     if pair is not None:        # the prefill file's script, named as verification/harness.py's script_path names it
         stem = pair["prefill"]["param"].removesuffix(".param").removesuffix(".ncnn")
         pair = {"prefill_script": f"{stem}_ncnn.py", "branch_input": pair["branch_input"]}

@@ -1,8 +1,9 @@
 """Decoder-only LLMs exported with a run-time cache length (scripts/export_decoders.py: Qwen2,
 Qwen3, Llama with grouped-query heads, Gemma3, Phi with partial rotary, SmolLM3; TorchScript and
-dynamo) convert to one file that prefills and decodes at every cache length: 32 greedy tokens
-carried step by step through the files (present -> past) give onnxruntime's tokens, and logits
-within RTOL of the largest |logit| at every step, in real ncnn and in the interpreter.
+dynamo) convert to one file that decodes at every cache length and, beside it on the same .bin, the
+prompt file (the past removed) that takes a generation's first call: 32 greedy tokens carried step
+by step through the files (present -> past) give onnxruntime's tokens from a true empty past, and
+logits within RTOL of the largest |logit| at every step, in real ncnn and in the interpreter.
 
 RTOL: every layer computes in float32; what differs is summation order (Gemm, softmax, norms) and
 ncnn's SIMD approximations (exp in softmax/Swish), measured at 1e-6..1e-5 of the logits' range over
@@ -14,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.api import convert
-from converter.generation import (compare, decoder_io, greedy, interpreter_step, ncnn_step, onnxruntime_step,
+from converter.api import load_ncnn
+from converter.cli import main
+from converter.generation import (compare, decoder_io, file_step, greedy, ncnn_step, onnxruntime_step, prompt_file,
                                   read_record)
+from converter.ncnn_side.runtime import NcnnRunner
 
 DECODERS = Path(__file__).resolve().parents[2] / "models" / "decoders"
 MANIFEST = json.loads((DECODERS / "manifest.json").read_text())
@@ -32,15 +35,15 @@ ROTARY = {"smollm3": 2}
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    """stem -> (param, bin, record, NcnnModel), converted once per module."""
+    """stem -> (param, bin, record, NcnnModel), converted once per module by `onnx2ncnn convert` (which
+    writes the prompt file beside, checked to read the same .bin)."""
     out, cache = tmp_path_factory.mktemp("decoders"), {}
 
     def get(stem):
         if stem not in cache:
-            model = convert(str(DECODERS / MANIFEST[stem]["file"]))
+            assert main(["convert", str(DECODERS / MANIFEST[stem]["file"]), "-o", str(out), "-q"]) == 0
             param, bin_ = out / f"{stem}.ncnn.param", out / f"{stem}.ncnn.bin"
-            model.save(param, bin_)
-            cache[stem] = (param, bin_, read_record(param), model)
+            cache[stem] = (param, bin_, read_record(param), load_ncnn(param, bin_))
         return cache[stem]
     return get
 
@@ -67,8 +70,8 @@ def worst(reference, got):
 @pytest.mark.parametrize("stem", CONVERTED)
 def test_interpreter_generates_onnxruntimes_tokens(stem, converted, reference):
     param, bin_, record, model = converted(stem)
-    io = decoder_io(record)
-    got = greedy(interpreter_step(model), io, MANIFEST[stem]["prompt"], STEPS, slots=1)
+    step, io = file_step(param, bin_, load=load_ncnn)
+    got = greedy(step, io, MANIFEST[stem]["prompt"], STEPS)
     assert compare(reference(stem), got, RTOL) == [], f"worst {worst(reference(stem), got):.2e}"
     assert len(set(got.tokens)) >= 8       # the check means something: not one token repeated
 
@@ -76,27 +79,62 @@ def test_interpreter_generates_onnxruntimes_tokens(stem, converted, reference):
 @pytest.mark.parametrize("stem", CONVERTED)
 def test_real_ncnn_generates_onnxruntimes_tokens(stem, converted, reference):
     param, bin_, record, model = converted(stem)
-    got = greedy(ncnn_step(param, bin_, record), decoder_io(record), MANIFEST[stem]["prompt"], STEPS, slots=1)
+    step, io = file_step(param, bin_, runner=NcnnRunner(threads=1))
+    got = greedy(step, io, MANIFEST[stem]["prompt"], STEPS)
     assert compare(reference(stem), got, RTOL) == [], f"worst {worst(reference(stem), got):.2e}"
 
 
 @pytest.mark.parametrize("stem", CONVERTED)
 def test_decoder_layers_are_ncnns_llm_form(stem, converted):
     """Attention is one SDPA per layer (no MatMul, Softmax or head repeat left), rotary is RotaryEmbed,
-    projections are Gemm, and every norm of the RMS kind is RMSNorm (Phi's are LayerNorm)."""
-    types = [n.op for n in converted(stem)[3].graph.topological()]
+    and every norm of the RMS kind is RMSNorm (Phi's are LayerNorm), in both files; the prompt file's
+    projections are Gemm, the decode file's (one token a call) InnerProduct, ncnn's one-row kernel, where
+    they have no bias (ncnn reads Gemm's bias with a flag word, InnerProduct's without: the two files
+    read one .bin), and it takes the past while the prompt file takes none."""
+    param, bin_, record, model = converted(stem)
+    prompt = load_ncnn(prompt_file(param), bin_)
+    assert {e["onnx"] for e in record["inputs"]} - {e["onnx"] for e in prompt.io()["inputs"]} == set(decoder_io(record)["caches"])
+    entry = MANIFEST[stem]
+    layers = entry["layers"]
+    per_layer = 6 if entry["family"] == "phi" else 7      # q k v o + gate up down (Phi: fc1 fc2), + the head
+    decode_nodes = list(model.graph.topological())
+    assert all(n.params.get(1, 0) == 0 for n in decode_nodes if n.op == "InnerProduct")          # no bias
+    assert all(n.params.get(10, -1) != -1 for n in decode_nodes if n.op == "Gemm")               # a bias (C)
+    assert sum(n.op in ("Gemm", "InnerProduct") for n in decode_nodes) == per_layer * layers + 1
+    types = [n.op for n in prompt.graph.topological()]
+    assert types.count("Gemm") == per_layer * layers + 1
+    check_llm_form(stem, types)
+    check_llm_form(stem, [n.op for n in decode_nodes])
+
+
+def check_llm_form(stem, types):
     entry = MANIFEST[stem]
     layers = entry["layers"]
     assert types.count("SDPA") == layers
     assert types.count("RotaryEmbed") == ROTARY.get(entry["family"], 2 * layers)
-    assert not {"MatMul", "Softmax", "Tile", "InnerProduct", "MultiHeadAttention"} & set(types), types
-    per_layer = 6 if entry["family"] == "phi" else 7      # q k v o + gate up down (Phi: fc1 fc2), + the head
-    assert types.count("Gemm") == per_layer * layers + 1
+    assert not {"MatMul", "Softmax", "Tile", "MultiHeadAttention"} & set(types), types
     if entry["family"] == "phi":        # one LayerNorm per layer (attention and MLP in parallel), one final
         assert types.count("LayerNorm") == layers + 1
     else:                               # two per layer and a final one (Qwen3/Gemma3 also norm q and k)
         assert types.count("RMSNorm") >= 2 * layers + 1
     assert types.count("Reduction") <= 2 + POSITION_SUMS.get(stem, 0)     # the mask's; no norm left written out
+
+
+def test_generation_beyond_the_sliding_window(converted):
+    """Gemma3 through torch.export generates past its window (512): a prompt longer than the window in
+    the prompt file (its sliding layer masks the keys before the window and keeps window - 1 rows), then
+    decode steps, each token and step's logits onnxruntime's, in the interpreter and real ncnn. (A cache
+    row of zeros masked out, the start before prompt files, read the mask's first columns there and
+    parted from onnxruntime.)"""
+    stem = "gemma3_dynamo"
+    param, bin_, record, model = converted(stem)
+    prompt = [int(t) for t in np.random.default_rng(3).integers(0, 256, 515)]
+    io = decoder_io(record)
+    reference = greedy(onnxruntime_step(DECODERS / MANIFEST[stem]["file"]), io, prompt, 6)
+    for backend in ({"load": load_ncnn}, {"runner": NcnnRunner(threads=1)}):
+        step, io = file_step(param, bin_, **backend)
+        got = greedy(step, io, prompt, 6)
+        assert compare(reference, got, RTOL) == [], (backend, f"worst {worst(reference, got):.2e}")
 
 
 def test_sliding_window_beyond_the_window(converted):

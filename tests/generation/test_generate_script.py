@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from converter.api import convert
+from converter.cli import main
 from converter.shapes.decoder_layout import cache_pairs, is_cross
-from converter.verification.harness import harness_script, script_path
+from converter.verification.harness import script_path
 
 DECODERS = Path(__file__).resolve().parents[2] / "models" / "decoders"
 MANIFEST = json.loads((DECODERS / "manifest.json").read_text())
@@ -18,12 +18,8 @@ MANIFEST = json.loads((DECODERS / "manifest.json").read_text())
 def _script(tmp_path, stem):
     onnx_path = tmp_path / f"{stem}.onnx"
     shutil.copy(DECODERS / MANIFEST[stem]["file"], onnx_path)
-    model = convert(str(onnx_path))
-    param, bin_ = tmp_path / f"{stem}.ncnn.param", tmp_path / f"{stem}.ncnn.bin"
-    model.save(param, bin_)
-    script = script_path(param)
-    script.write_text(harness_script(model, param, bin_, onnx_path, {}, {}))
-    return script
+    assert main(["convert", str(onnx_path), "-o", str(tmp_path), "-q"]) == 0
+    return script_path(tmp_path / f"{stem}.ncnn.param")
 
 
 def test_generate_mode_matches_onnxruntime(tmp_path):

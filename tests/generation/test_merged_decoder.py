@@ -89,6 +89,7 @@ def test_generated_script_runs_the_pair(pair):
 
 
 def test_fixed_branch_converts_one_file(tmp_path):
-    """--input-value use_cache_branch=1 asks for the one branch: one file, as before."""
+    """--input-value use_cache_branch=1 asks for the one branch: one file, and the prompt file beside it
+    that any decoder step with a past gets (its generation's first call)."""
     assert main(["convert", str(ONNX), "-o", str(tmp_path), "-q", "--input-value", "use_cache_branch=1"]) == 0
-    assert sorted(p.name for p in tmp_path.glob("*.param")) == ["qwen3_merged.ncnn.param"]
+    assert sorted(p.name for p in tmp_path.glob("*.param")) == ["qwen3_merged.ncnn.param", "qwen3_merged.ncnn.prompt.param"]
