@@ -17,7 +17,10 @@ from pathlib import Path
 import numpy as np
 
 LAYOUTS = ("onnx", "ncnn")
-SIDECAR_FORMAT = "onnx2ncnn-io/1"
+# /2: some input carries PERM_KEY. A reader of /1 alone ignores the record (a stale or foreign one)
+# and takes ncnn-layout arrays, where reading it without the key would transpose nothing: an NHWC
+# feed taken as is. Records without the key stay /1, which every reader takes.
+SIDECAR_FORMAT, SIDECAR_FORMAT_PERM = "onnx2ncnn-io/1", "onnx2ncnn-io/2"
 PERM_KEY = "onnx_to_ncnn_perm"      # an input's ONNX axes in ncnn's order (batch axis included)
 
 
@@ -115,7 +118,8 @@ def sidecar_bytes(io: dict) -> bytes:
     release = f',\n "ncnn_min_version": {int(io["ncnn_min_version"])}' if io.get("ncnn_min_version") else ""
     tail = f',\n "tail": {json.dumps(io["tail"])}' if "tail" in io else ""     # converter/onnx_side/host_tail.py
     tail += f',\n "pair": {json.dumps(io["pair"])}' if "pair" in io else ""    # converter/onnx_side/merged_decoder.py
-    return (f'{{"format": "{SIDECAR_FORMAT}",\n "inputs": {lists["inputs"]},\n'
+    form = SIDECAR_FORMAT_PERM if any(PERM_KEY in e for e in io["inputs"]) else SIDECAR_FORMAT
+    return (f'{{"format": "{form}",\n "inputs": {lists["inputs"]},\n'
             f' "outputs": {lists["outputs"]}{release}{tail}}}\n').encode()
 
 
@@ -127,7 +131,7 @@ def read_sidecar(param_path: str | Path, blobs: set[str]) -> dict | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("format") != SIDECAR_FORMAT:
+    if not isinstance(record, dict) or record.get("format") not in (SIDECAR_FORMAT, SIDECAR_FORMAT_PERM):
         return None
     entries = record.get("inputs", []) + record.get("outputs", [])
     if not all(isinstance(e, dict) and e.get("ncnn") in blobs for e in entries):

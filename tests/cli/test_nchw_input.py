@@ -58,6 +58,9 @@ def test_real_ncnn_fed_channels_first_through_the_record_matches_onnxruntime_fed
     record = json.loads((moved / "nhwc_classifier.ncnn.json").read_text())
     entry = record["inputs"][0]
     assert entry[PERM_KEY] == [0, 3, 1, 2] and entry["onnx_shape"] == [1, 24, 32, 3]
+    # a record with the key is format 2: a reader of format 1 alone ignores it (it would feed NHWC as is)
+    assert record["format"] == "onnx2ncnn-io/2"
+    assert json.loads((files[1][0] / "nhwc_classifier.ncnn.json").read_text())["format"] == "onnx2ncnn-io/1"
     assert entry["ncnn_shape"] == [3, 24, 32]
     fed = to_ncnn(pixels, entry)
     np.testing.assert_array_equal(fed, pixels[0].transpose(2, 0, 1))       # c, h, w
