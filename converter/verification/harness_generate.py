@@ -12,7 +12,7 @@ from converter.generation import decoder_io
 
 GENERATE = '''
 
-# ---- decoder step: greedy generation (python {script} --generate N [--prompt 1,2,3] [--check]) ----
+# ---- decoder step: greedy generation (python {script} --generate N [--prompt 1,2,3] [--check] [--ncnn-python PATH]) ----
 CACHES = {caches!r}   # past input -> (ONNX shape, the axis that grows)
 PRESENT = {pairs!r}   # present output -> the past input it becomes in the next call
 OTHERS = {others!r}   # other inputs: the same value at every call (fed from NAME=FILE.npy)
@@ -58,23 +58,20 @@ def generate_main(argv, steps):
     if "--prompt" in argv:
         at = argv.index("--prompt")
         prompt, argv = [int(t) for t in argv[at + 1].split(",")], argv[:at] + argv[at + 2:]
+    argv, ncnn_python = _option(argv, "--ncnn-python")
+    argv, save_path = _option(argv, "--save-generation")
     argv, check_wanted, onnx_path = check_options(argv)
     fixed = {{name: np.load(path) for name, _, path in (a.partition("=") for a in argv)}}
     missing = [n for n in OTHERS if n not in fixed]
     if missing:
         sys.exit(f"inputs {{', '.join(missing)}} need values: NAME=FILE.npy")
-    model = loaded(threads=1)
-    if PAIR:
-        import runpy
-        first = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1)
+    if ncnn_python is not None:
+        tokens, logits = generate_in_python(ncnn_python, prompt, steps, argv)
     else:
-        first = prompt_model()
-
-    def run(feeds):     # the call with an empty past goes to the file that takes no past
-        if empty_past(feeds):
-            return first.run({{k: v for k, v in feeds.items() if k not in CACHES}})
-        return model.run(feeds)
-    tokens, logits = generate(run, prompt, steps, fixed)
+        tokens, logits = generate_here(prompt, steps, fixed)
+    if save_path is not None:       # what generate_in_python asks of this script in another Python
+        np.savez(save_path, tokens=np.array(tokens), logits=np.array(logits))
+        return
     print("tokens:", " ".join(map(str, tokens)))
     if not check_wanted:
         return
@@ -112,6 +109,40 @@ def generate_main(argv, steps):
         print(f"ok: {{len(tokens)}} tokens equal to onnxruntime's, logits within {{LOGITS_RTOL:g}} of the "
               f"largest at every step")
     sys.exit(0 if passed else 1)
+
+
+def generate_here(prompt, steps, fixed):
+    model = loaded(threads=1)
+    if PAIR:
+        import runpy
+        first = runpy.run_path(str(HERE / PAIR["prefill_script"]))["loaded"](threads=1)
+    else:
+        first = prompt_model()
+
+    def run(feeds):     # the call with an empty past goes to the file that takes no past
+        if empty_past(feeds):
+            return first.run({{k: v for k, v in feeds.items() if k not in CACHES}})
+        return model.run(feeds)
+    return generate(run, prompt, steps, fixed)
+
+
+def generate_in_python(python, prompt, steps, fixed_args):
+    """The generation in the ncnn `python` imports (--ncnn-python): this script in a child, the tokens
+    and logits back through an .npz file; onnxruntime (for --check) stays in this Python."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        saved = Path(folder) / "generation.npz"
+        try:
+            done = subprocess.run([python, str(Path(__file__).resolve()), "--generate", str(steps), "--prompt",
+                                   ",".join(map(str, prompt)), "--save-generation", str(saved), *fixed_args])
+        except OSError as exc:
+            sys.exit(f"--ncnn-python {{python}}: cannot run it ({{exc.strerror or exc}})")
+        if done.returncode != 0:        # the child said why in one line, or crashed
+            sys.exit(done.returncode if done.returncode > 0 else f"the ncnn of {{python}} crashed "
+                     f"(signal {{-done.returncode}})")
+        with np.load(saved) as out:
+            return [int(t) for t in out["tokens"]], list(out["logits"])
 
 
 def prompt_model():
