@@ -189,6 +189,8 @@ def convert(model, input_shapes: dict[str, list[int]] | None = None,
     try:
         return convert_with_tail(*prepared(input_shapes), host_tail, options)
     except NeedsFixedSizes as fixed:        # a release without shape expressions: files at one size
+        if fixed.decoder:                   # which a decoder step's growing cache cannot keep
+            raise ConversionError(str(fixed)) from None
         return fixed.noted(convert_with_tail(*prepared(fixed.shapes(input_shapes)), host_tail, options))
 
 

@@ -86,6 +86,11 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
         return _strided(graph, node, x, starts, ends, axes, [int(s) for s in steps.reshape(-1)])
     if any(s < -1 and -x.rank <= a < x.rank and x.shape[a % x.rank] is None for s, a in zip(starts, axes)):
         return [_last_rows(graph, node, x, out, starts, ends, axes)]
+    return [_constant_slice(graph, node, x, out, starts, ends, axes)]
+
+
+def _constant_slice(graph: Graph, node: Node, x: Tensor, out: Tensor, starts, ends, axes) -> Node:
+    """Crop with 9/10/11 (or a Noop where the slice takes everything): bounds known at conversion."""
     nc_starts, nc_ends, nc_axes = [], [], []
     for start, end, axis in zip(starts, ends, axes):
         if not -x.rank <= axis < x.rank:
@@ -98,8 +103,8 @@ def slice_(graph: Graph, node: Node) -> list[Node]:
         nc_ends.append(end)
         nc_axes.append(x.ncnn_axis(axis))
     if not nc_axes:
-        return [layer(node, graph, "Noop", [x.name], [out.name])]
-    return [layer(node, graph, "Crop", [x.name], [out.name], {9: nc_starts, 10: nc_ends, 11: nc_axes})]
+        return layer(node, graph, "Noop", [x.name], [out.name])
+    return layer(node, graph, "Crop", [x.name], [out.name], {9: nc_starts, 10: nc_ends, 11: nc_axes})
 
 
 def _last_rows(graph: Graph, node: Node, x: Tensor, out: Tensor, starts, ends, axes) -> Node:
@@ -122,6 +127,10 @@ def _expressed_slice(graph: Graph, node: Node, x: Tensor, out: Tensor) -> Node:
     expressions. A run-time bound is a size, so it is taken as non-negative: ncnn then clamps an
     end to the extent as ONNX does."""
     terms = node.meta[SLICE_TERMS]
+    if all(isinstance(v, int) for v in terms["starts"] + terms["ends"]):
+        # bounds computed from static extents (a head's half for rotary): the plain Crop, which every
+        # release reads (x86 Crop expressions failed on a packed blob in ncnn 20250503)
+        return _constant_slice(graph, node, x, out, terms["starts"], terms["ends"], terms["axes"])
     renderer = Renderer(graph, x.name, node)
     starts, ends, axes = [], [], []
     for start, end, axis in zip(terms["starts"], terms["ends"], terms["axes"]):

@@ -1,27 +1,31 @@
 """Sizes for a release without shape expressions, and the release facts every conversion records.
 
 Releases before 20250428 cannot parse the string params (Reshape 6=, Interp 9=, Crop 19-21) that
-let one file run at every input size. For such a target, a conversion whose files hold one is made
-again at fixed input sizes (the user's --input-shape where given, else the sizes verify would
-choose), with a warning that says which: an older release's file then runs at those sizes only.
+let one file run at every input size, and those before 20260113 do not compute Crop's. For such a
+target, a conversion whose files hold one it lacks is made again at fixed input sizes (the user's
+--input-shape where given, else the sizes verify would choose), with a warning that says which: an
+older release's file then runs at those sizes only.
 """
 from __future__ import annotations
 
 from converter.ir import ConversionError, Graph
 from converter.ncnn_side.releases import NEWEST, PARAMS
-from converter.ncnn_side.release_target import expressions_readable, fit_to_release, min_version
+from converter.shapes.decoder_layout import cache_pairs
+from converter.ncnn_side.release_target import fit_to_release, min_version
 
-EXPRESSION_PARAMS = {key for key, since in PARAMS.items() if since == PARAMS[("Reshape", 6)]}
+EXPRESSION_PARAMS = {("Reshape", 6), ("Interp", 9), ("Crop", 19), ("Crop", 20), ("Crop", 21)}
 
 
 class NeedsFixedSizes(ConversionError):
     """Raised by the conversion at dynamic sizes; api.convert converts again at `shapes()`."""
 
-    def __init__(self, node, examples: dict[str, list[int]], target: int):
-        self.node, self.examples, self.target = node, examples, target
+    def __init__(self, node, examples: dict[str, list[int]], target: int, decoder: bool = False):
+        self.node, self.examples, self.target, self.decoder = node, examples, target, decoder
+        newer = PARAMS[(node.op, _expression_id(node))]
+        fix = (f"a decoder step's cache grows at run time, so no input size fixes it: target {newer} or newer"
+               if decoder else f"fix the input sizes with --input-shape, or target {newer} or newer")
         super().__init__(f"{node.describe()} needs a shape expression ({node.op} in ncnn layer "
-                         f"'{node.name}'), which ncnn {target} does not read: fix the input sizes with "
-                         f"--input-shape, or target {PARAMS[(node.op, _expression_id(node))]} or newer")
+                         f"'{node.name}'), which ncnn {target} does not read or compute: {fix}")
 
     def shapes(self, given: dict | None) -> dict[str, list[int]]:
         """The user's shapes where given ('?' dims filled in), the example sizes elsewhere."""
@@ -46,6 +50,10 @@ def _expression_id(node) -> int:
     return next(pid for pid in node.params if (node.op, pid) in EXPRESSION_PARAMS)
 
 
+def _unreadable_expression(node, target: int) -> bool:
+    return any((node.op, pid) in EXPRESSION_PARAMS and PARAMS[(node.op, pid)] > target for pid in node.params)
+
+
 def _dynamic_inputs(graph: Graph) -> bool:
     shapes = [graph.tensors[name].onnx_shape or graph.tensors[name].shape for name in graph.inputs]
     return any(shape is not None and None in shape for shape in shapes)
@@ -55,10 +63,9 @@ def fit_release(graph: Graph, target: int | None, examples: tuple[dict, list]) -
     """After the pass pipeline: fit the graph to `target` (default the newest release known), or
     ask for fixed sizes (NeedsFixedSizes), or refuse; the stats record the release the files need."""
     target = target or NEWEST
-    if not expressions_readable(target) and _dynamic_inputs(graph):
-        node = next((n for n in graph.topological()
-                     if any((n.op, pid) in EXPRESSION_PARAMS for pid in n.params)), None)
+    if _dynamic_inputs(graph):
+        node = next((n for n in graph.topological() if _unreadable_expression(n, target)), None)
         if node is not None:
-            raise NeedsFixedSizes(node, examples[0], target)
+            raise NeedsFixedSizes(node, examples[0], target, bool(cache_pairs(graph.inputs, graph.outputs)))
     stats = fit_to_release(graph, target)
     return {**stats, "ncnn_target": target, "ncnn_min_version": min_version(graph)}

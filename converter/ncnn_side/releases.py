@@ -58,7 +58,9 @@ PARAMS = {
     **{(deconv, 28): 20240102 for deconv in ("Deconvolution", "DeconvolutionDepthWise", "Deconvolution1D",
                                                "DeconvolutionDepthWise1D")},    # dynamic weight
     **{("Crop", pid): 20211208 for pid in (13, 14, 15)},                          # depth offsets/extents
-    **{("Crop", pid): 20250428 for pid in (19, 20, 21)},                          # expressions
+    # expressions: parsed since 20250428, but a Crop with them crashes or fails (-100) on x86 in the pip
+    # releases 20250503 and 20250916 (starts "0" alike); 20260114 computes them
+    **{("Crop", pid): 20260113 for pid in (19, 20, 21)},
     ("Embed", 18): 20241226,
     ("ExpandDims", 11): 20221128, ("Squeeze", 11): 20221128,
     **{("Gemm", pid): 20230223 for pid in (*range(4, 15), 20, 21, 22)},          # constant operands
