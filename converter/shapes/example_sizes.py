@@ -5,7 +5,9 @@ In order: a dim named like one already chosen takes the same size (ONNX: one nam
 an image input's height and width take the size the model says it was exported for (the
 `imgsz`-style metadata Ultralytics writes), else 320 (a multiple of 32, which stride-32
 backbones need, and a size detectors and OCR models are commonly run at); a leading dim is the
-batch, 1; anything else is 64 (no hint in the model). The user's --input-shape always wins.
+batch, 1; anything else is 64 (no hint in the model). A decoder step's attention mask spans its
+past and its new tokens (converter/shapes/decoder_layout.py), so its length is their sum. The
+user's --input-shape always wins.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import re
 import onnx
 
 from converter.ir import Graph
+from converter.shapes.decoder_layout import is_cross, past_inputs
 
 IMAGE_SIDE = 320
 OTHER_EXTENT = 64
@@ -45,7 +48,7 @@ def example_shapes(proto: onnx.ModelProto, graph: Graph) -> tuple[dict[str, list
     """{input: shape with every dynamic dim chosen}, and one note per input that had any."""
     initializers = {t.name for t in proto.graph.initializer}
     by_param: dict[str, tuple[int, str]] = {}
-    shapes, notes = {}, []
+    shapes, why = {}, {}
     metadata = _metadata_side(proto)
     for vi in proto.graph.input:
         if vi.name in initializers or vi.name not in graph.tensors or graph.tensors[vi.name].shape is None:
@@ -75,5 +78,22 @@ def example_shapes(proto: onnx.ModelProto, graph: Graph) -> tuple[dict[str, list
             chosen.append(f"dim {i}{f' ({param})' if param else ''} = {value}: {reason}")
         shapes[vi.name] = shape
         if chosen:
-            notes.append(f"{vi.name} {shape} ({'; '.join(chosen)})")
-    return shapes, notes
+            why[vi.name] = chosen
+    if MASK in why:
+        shapes[MASK], why[MASK] = _mask_spans_the_history(shapes, shapes[MASK], why[MASK])
+    return shapes, [f"{name} {shapes[name]} ({'; '.join(chosen)})" for name, chosen in why.items()]
+
+
+MASK, TOKENS = "attention_mask", "input_ids"
+
+
+def _mask_spans_the_history(shapes: dict, mask: list, chosen: list[str]) -> tuple[list, list[str]]:
+    """A decoder step's (1, P + T) mask, P the first self past's run-time extent and T the tokens'
+    (where the mask's length was chosen, not given)."""
+    pasts = [n for n in past_inputs(shapes) if not is_cross(n)]
+    ids = shapes.get(TOKENS)
+    if len(mask) != 2 or not chosen[-1].startswith("dim 1") or not pasts or ids is None or len(ids) != 2 \
+            or len(shapes[pasts[0]]) != 4:
+        return mask, chosen
+    total = shapes[pasts[0]][2] + ids[1]
+    return [mask[0], total], [*chosen[:-1], f"dim 1 = {total}: a decoder's mask spans its past and new tokens"]

@@ -56,3 +56,15 @@ def test_a_nearly_constant_output_is_warned_about(tmp_path):
     result = run_cli("verify", save(model, tmp_path / "m.onnx"))
     assert "warning: output 'y' is nearly constant" in result.stdout and "feed real data" in result.stdout
     assert converter.verify(onnx.load(str(save(image_model(), tmp_path / "r.onnx")))).warnings == []
+
+
+def test_a_decoder_steps_mask_spans_its_past_and_new_tokens():
+    """Gemma3 through torch.export names the three lengths apart (s15, s70, s53); the mask it gathers
+    at 0 .. P + T - 1 must be that long (onnxruntime stopped at a GatherND index before), and verify
+    passes in both backends."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "models" / "decoders" / "gemma3_dynamo.onnx"
+    report = converter.verify(str(path), backend="both")
+    past, ids = report.inputs["past_key_values.0.key"][2], report.inputs["input_ids"][1]
+    assert report.passed and report.inputs["attention_mask"] == [1, past + ids]
+    assert any("spans its past and new tokens" in note for note in report.sizes)
