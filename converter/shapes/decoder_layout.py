@@ -93,3 +93,35 @@ def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple
     if past is None or len(past) != 4 or not isinstance(past[2], Ref):
         return {}
     return {"attention_mask": (mask[0], op("+", past[2], ids[1]))}
+
+
+def shared_sliding_lengths(graph) -> list[str]:
+    """A warning where a self-attention past whose present is cut to its last rows (a sliding-window
+    layer) has its length named like another past's (TorchScript names them all `past`): the converted
+    file takes the names' word and reads them as one length, which they are only while the history
+    fits the window; past it, the cut pasts are shorter than the others and than the mask."""
+    pairs = {past: present for present, past in cache_pairs(graph.inputs, graph.outputs).items()
+             if not is_cross(past)}
+    named: dict[str, list[str]] = {}
+    for past in pairs:
+        shape = graph.tensors[past].shape if past in graph.tensors else None
+        for axis, d in enumerate(shape or ()):
+            name = graph.dim_names.get((past, axis)) if d is None else None
+            if name:
+                named.setdefault(name, []).append(past)
+    cut, rows = [], set()
+    for past, present in pairs.items():
+        producer = graph.producer(present)
+        shared = [n for n, pasts in named.items() if past in pasts and len(pasts) > 1]
+        if producer is None or producer.op != "Slice" or not shared:
+            continue
+        cut.append(past)
+        starts = graph.value(producer.inputs[1]) if len(producer.inputs) > 1 else None
+        if starts is not None and starts.size == 1 and int(starts.reshape(-1)[0]) < 0:
+            rows.add(-int(starts.reshape(-1)[0]))
+    if not cut:
+        return []
+    window = f" (the window: {max(rows) + 1} tokens)" if len(rows) == 1 else ""
+    return [f"{', '.join(cut)} keep a sliding window (their present is cut to its last rows) but their length "
+            f"is named like other pasts': the file takes them as one length, right only while the history "
+            f"fits the window{window}; an export that names each length apart (torch.export) generates past it"]
