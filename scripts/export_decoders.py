@@ -144,18 +144,17 @@ def names(layers):
     return ["input_ids", "attention_mask", "position_ids", *past], ["logits", *present]
 
 
-def torch_step(step, ids, past):
-    """One call of the wrapper on numpy inputs (the reference for the ONNX file)."""
-    p = 0 if not past else past[0].shape[2]
-    t = len(ids)
-    args = [torch.tensor([ids]), torch.ones(1, p + t, dtype=torch.int64), torch.arange(p, p + t)[None]]
+def torch_step(step, f):
+    """One call of the wrapper on numpy feeds (the reference for the ONNX file)."""
     with torch.no_grad():
-        out = step(*args, *[torch.from_numpy(x) for x in past])
+        out = step(*[torch.from_numpy(v) for v in f.values()])
     return [o.numpy() for o in out]
 
 
-def feeds(ids, past, kv_heads, head_dim, layers):
-    p = 0 if past is None else past[0].shape[2]
+def feeds(ids, past, kv_heads, head_dim, layers, position=None):
+    """One call's inputs, `position` tokens before these (the history: a sliding layer's past is cut
+    shorter, so it is not the past's length); the mask spans the history and these, as generate() feeds it."""
+    p = (0 if past is None else past[0].shape[2]) if position is None else position
     t = len(ids)
     if past is None:
         past = [np.zeros((1, kv_heads, 0, head_dim), np.float32)] * (2 * layers)
@@ -171,7 +170,7 @@ def generate(run, kv_heads, head_dim, layers, steps=GENERATE):
     for _ in range(steps):
         logits.append(out[0][0, -1])
         tokens.append(int(np.argmax(out[0][0, -1])))
-        out = run(feeds([tokens[-1]], out[1:], kv_heads, head_dim, layers))
+        out = run(feeds([tokens[-1]], out[1:], kv_heads, head_dim, layers, position=len(PROMPT) + len(tokens) - 1))
     return tokens, np.array(logits)
 
 
@@ -180,7 +179,7 @@ def calibrate_head(model, step, kv_heads, head_dim, layers, seed, name, target=8
     head is untied (scaling it would scale the embeddings) and re-drawn: with embeddings that
     dominate the residual (Gemma's sqrt(hidden) scale) a tied head predicts the last token again."""
     def run(f):
-        return torch_step(step, f["input_ids"][0].tolist(), [f[k] for k in list(f)[3:]])
+        return torch_step(step, f)
     head = model.get_output_embeddings()
     if model.config.tie_word_embeddings and name in TIED:      # the head stays the embeddings: scale the norm before it
         head = model.model.norm
