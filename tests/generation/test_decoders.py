@@ -1,6 +1,7 @@
 """Decoder-only LLMs exported with a run-time cache length (scripts/export_decoders.py: Qwen2,
 Qwen3, Llama with grouped-query heads, Gemma3, Phi with partial rotary, SmolLM3; TorchScript and
-dynamo; Gemma2's softcapped attention, dynamo) convert to one file that decodes at every cache length and, beside it on the same .bin, the
+dynamo; Gemma2's softcapped attention, dynamo; Qwen2 with sliding layers and Mistral, window 16, TorchScript:
+the 38 tokens pass it) convert to one file that decodes at every cache length and, beside it on the same .bin, the
 prompt file (the past removed) that takes a generation's first call: 32 greedy tokens carried step
 by step through the files (present -> past) give onnxruntime's tokens from a true empty past, and
 logits within RTOL of the largest |logit| at every step, in real ncnn and in the interpreter.
