@@ -21,7 +21,7 @@ from converter.ir import Graph, Node, Tensor
 from converter.op_groups import UNARY_ELEMENTWISE
 from converter.shapes.symbolic import SLICE_TERMS
 
-from converter.rewrite.patterns import other, scalar, sole_reader
+from converter.rewrite.patterns import other, scalar, sole_reader, unsqueezed_last
 
 _SCALAR_OPS = {"Mul", "Div", "Add", "Sub"}
 
@@ -134,19 +134,119 @@ def _half_cache(graph: Graph, cache: str, h: int, made: dict) -> str:
     return made[cache]
 
 
+def _every_other(graph: Graph, name: str) -> tuple[str, int] | None:
+    """(data, start) of x[..., start::2] along the last axis (constant bounds, to the end)."""
+    node = graph.producer(name)
+    if node is None or node.op != "Slice" or node.ncnn or len(node.inputs) != 5 or SLICE_TERMS in node.meta:
+        return None
+    x = graph.tensors[node.inputs[0]]
+    starts, ends, axes, steps = (graph.value(i) for i in node.inputs[1:])
+    if x.rank is None or x.shape[-1] is None or any(v is None or v.size != 1 for v in (starts, ends, axes, steps)):
+        return None
+    if int(axes.reshape(-1)[0]) % x.rank != x.rank - 1 or int(steps.reshape(-1)[0]) != 2 \
+            or int(ends.reshape(-1)[0]) < x.shape[-1] or int(starts.reshape(-1)[0]) not in (0, 1):
+        return None
+    return node.inputs[0], int(starts.reshape(-1)[0])
+
+
+def _pairs_repeat(graph: Graph, name: str, width: int) -> bool:
+    """The tensor's last axis (of `width`) holds each value twice in a row (repeat_interleave(f, 2)):
+    a constant by its values, else through elementwise steps to Reshape(Expand(f[..., None], (.., 2)))."""
+    while graph.value(name) is None:
+        node = graph.producer(name)
+        if node is None or node.ncnn:
+            return False
+        if node.op == "Reshape":
+            expand = graph.producer(node.inputs[0])
+            pairs = None if expand is None or expand.op != "Expand" else graph.tensors[expand.outputs[0]].shape
+            return pairs is not None and tuple(pairs[-2:]) == (width // 2, 2) \
+                and unsqueezed_last(graph, expand.inputs[0]) is not None
+        if node.op in UNARY_ELEMENTWISE or node.op in ("Cos", "Sin", "Unsqueeze", "Squeeze"):
+            name = node.inputs[0]
+        elif node.op in _SCALAR_OPS and len(node.inputs) == 2 and any(scalar(graph, i) is not None for i in node.inputs):
+            name = next(i for i in node.inputs if scalar(graph, i) is None)
+        else:
+            return False
+        shape = graph.tensors[name].shape
+        if not shape or shape[-1] != width:
+            return False
+    value = graph.value(name)
+    return value.shape[-1] == width and np.array_equal(value[..., 0::2], value[..., 1::2])
+
+
+def _match_interleaved(graph: Graph, neg: Node):
+    """(x, cos, sin, nodes, out) of Cohere's / GLM's rotary: x * cos + flatten(stack(-x[..., 1::2],
+    x[..., 0::2])) * sin, cos and sin each frequency twice in a row: ncnn's interleaved RotaryEmbed."""
+    x2 = _every_other(graph, neg.inputs[0])
+    lifted = sole_reader(graph, neg.outputs[0], "Unsqueeze")
+    concat = None if lifted is None else sole_reader(graph, lifted.outputs[0], "Concat")
+    if x2 is None or x2[1] != 1 or concat is None or unsqueezed_last(graph, lifted.outputs[0]) != neg.outputs[0] \
+            or len(concat.inputs) != 2 or concat.inputs[0] != lifted.outputs[0] \
+            or concat.attrs.get("axis") % 5 != 4 or graph.use_count(concat.inputs[1]) != 1:
+        return None
+    x1 = _every_other(graph, unsqueezed_last(graph, concat.inputs[1]) or "")
+    x = graph.tensors[x2[0]]
+    if x1 != (x2[0], 0) or x.rank != 4 or x.batch_axis != 0 or x.shape[-1] is None or x.shape[-1] % 2 \
+            or x.dtype != np.float32:
+        return None
+    flat = sole_reader(graph, concat.outputs[0], "Reshape")
+    shape = None if flat is None else graph.tensors[flat.outputs[0]].shape
+    if shape is None or len(shape) != 4 or (shape[1], shape[3]) != (x.shape[1], x.shape[3]) or x.shape[1] is None:
+        return None
+    rotated_mul = sole_reader(graph, flat.outputs[0], "Mul")
+    sin = None if rotated_mul is None else other(rotated_mul, flat.outputs[0])
+    add = None if rotated_mul is None else sole_reader(graph, rotated_mul.outputs[0], "Add")
+    straight = None if add is None else graph.producer(other(add, rotated_mul.outputs[0]) or "")
+    if straight is None or straight.op != "Mul" or straight.ncnn or x.name not in straight.inputs \
+            or graph.use_count(straight.outputs[0]) != 1:
+        return None
+    cos, width = other(straight, x.name), x.shape[-1]
+    for cache in (cos, sin):
+        t = graph.tensors[cache]
+        if t.shape is None or len(t.shape) != 4 or t.shape[:2] != (1, 1) or t.shape[3] != width \
+                or t.dtype != np.float32 or not _pairs_repeat(graph, cache, width):
+            return None
+    lifts = [lifted, graph.producer(concat.inputs[1])]
+    slices = [graph.producer(neg.inputs[0]), graph.producer(lifts[1].inputs[0])]
+    nodes = [n for n in slices if graph.use_count(n.outputs[0]) == 1] + [neg, *lifts, concat, flat, rotated_mul,
+                                                                          straight, add]
+    return x.name, cos, sin, nodes, add.outputs[0]
+
+
+def _pair_cache(graph: Graph, cache: str, h: int, made: dict) -> str:
+    """cache (1, 1, T, 2h), each value twice in a row -> cache[..., 0::2] as (1, T, h), the 2-D (T, h)
+    cache ncnn's interleaved RotaryEmbed reads."""
+    if cache not in made:
+        t = graph.tensors[cache]
+        half = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_pairs"), (1, 1, t.shape[2], h),
+                                       np.dtype(np.float32), batch_axis=0)).name
+        consts = [graph.add_constant(f"{cache}_{k}", np.array(v, np.int64)).name
+                  for k, v in (("start", [0]), ("end", [2 * h]), ("axis", [3]), ("step", [2]))]
+        graph.add_node(Node(graph.fresh_name(f"{cache}_pairs"), "Slice", [cache, *consts], [half]))
+        rows = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_rows"), (1, t.shape[2], h),
+                                       np.dtype(np.float32), batch_axis=0)).name
+        target = graph.add_constant(f"{cache}_rows_shape", np.array([1, -1, h], np.int64)).name
+        graph.add_node(Node(graph.fresh_name(f"{cache}_rows"), "Reshape", [half, target], [rows]))
+        made[cache] = rows
+    return made[cache]
+
+
 def fuse_rotary_embed(graph: Graph) -> dict:
-    fused, made = 0, {}
+    fused, made, paired = 0, {}, {}
     for neg in graph.onnx_nodes_of("Neg"):
-        found = _match(graph, neg)
+        found, interleaved = _match(graph, neg), 0
+        if found is None:
+            found, interleaved = _match_interleaved(graph, neg), 1
         if found is None:
             continue
         x, cos, sin, nodes, out = found
         h = graph.tensors[x].shape[-1] // 2
-        caches = [_half_cache(graph, c, h, made) for c in (cos, sin)]
+        caches = [(_pair_cache(graph, c, h, paired) if interleaved else _half_cache(graph, c, h, made))
+                  for c in (cos, sin)]
         for node in nodes:
             graph.remove_node(node)
         graph.add_node(Node(graph.fresh_name(f"{neg.name}_rope"), "RotaryEmbed", [x, *caches], [out],
-                            params={0: 0}, ncnn=True, origin=neg.origin or neg.name))
+                            params={0: interleaved}, ncnn=True, origin=neg.origin or neg.name))
         fused += 1
     if fused:
         graph.remove_unused_tensors()

@@ -11,7 +11,9 @@ holding offset + k along its one axis longer than 1, as the rewritten Range buil
 - x * ones(terms) (express_shapes' Expand to a run-time shape) that only repeats axes of known extent
   and keeps x's run-time ones is an Expand to a constant shape (Llama's repeat_kv over (1, G, 1, S, D));
 - a Gather along an axis of extent n at indices 0..n-1 read only by Reshapes that copy no extent
-  is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape;
+  is its data, which those Reshapes read instead; a GatherND at such indices is a Reshape; at indices
+  0..m-1, m a run-time size other than n (a sliding layer's own past + new tokens of the mask), a
+  Slice of its first m, with ones before that axis;
 - an unknown extent whose term is a number is filled in (the batch's 1), and shapes are inferred
   again from there;
 - a Pad by run-time amounts, each bounded over the probed sizes of the one extent it reads, pads by
@@ -53,11 +55,35 @@ def _identity_gather(graph: Graph, node: Node, shapes: SymbolicShapes, ranges: I
     n, offset = ranges.ranges[indices]
     axis = int(node.attrs.get("axis", 0)) % len(dims)
     readers = graph.consumers(out)
-    if offset != 0 or dims[axis] != n or not readers \
-            or not all(_reads_elements_only(graph, r, out) for r in readers):
+    if offset != 0 or not readers or not all(_reads_elements_only(graph, r, out) for r in readers):
         return False
+    if dims[axis] != n:
+        return _prefix_gather(graph, node, shapes, axis, n, readers)
     for reader in readers:
         graph.replace_input(reader, 0, data)
+    graph.remove_node(node)
+    return True
+
+
+def _prefix_gather(graph: Graph, node: Node, shapes: SymbolicShapes, axis: int, n, readers) -> bool:
+    """Gather at 0..n-1, n a run-time size other than the axis' (a sliding layer's own past + new
+    tokens of a mask that spans the whole history: TorchScript's mask[batch_idx, kv_idx]): with ones
+    before the axis its elements come in the order of a Slice to n, which the Reshapes read instead.
+    (n is inside the axis: the model's own gather would fail otherwise.)"""
+    data, out = node.inputs[0], node.outputs[0]
+    dims = shapes.of(data)
+    if isinstance(n, int) or any(d != 1 for d in dims[:axis]):
+        return False
+    t = graph.tensors[data]
+    first = graph.add_tensor(Tensor(graph.fresh_name(f"{out}_first"),
+                                    tuple(None if i == axis else d for i, d in enumerate(t.shape)), t.dtype))
+    cut = Node(graph.fresh_name(f"{node.name}_first"), "Slice", [data], [first.name], origin=node.origin or node.name,
+               meta={SLICE_TERMS: {"starts": [0], "ends": [n], "axes": [axis]}})
+    graph.add_node(cut)
+    pin_refs(graph, cut, [n])
+    shapes.dims[first.name] = (*dims[:axis], n, *dims[axis + 1:])     # the walk does not visit it
+    for reader in readers:
+        graph.replace_input(reader, 0, first.name)
     graph.remove_node(node)
     return True
 

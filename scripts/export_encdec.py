@@ -95,11 +95,65 @@ def marian():
     return MarianMTModel(cfg), ("input_ids", [1, SRC], "int64"), "attention_mask", [VOCAB - 1]
 
 
-MODELS = {"whisper": whisper, "t5": t5, "trocr": trocr, "bart": bart, "marian": marian}
+def whisper_h2l3():
+    """Other heads and depths: 2 heads of 32, 3 decoder layers over 1 encoder layer."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    cfg = WhisperConfig(vocab_size=VOCAB, num_mel_bins=16, d_model=D, encoder_layers=1, decoder_layers=3,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=2 * D,
+                        decoder_ffn_dim=2 * D, max_source_positions=SRC, max_target_positions=48,
+                        pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+                        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager",
+                        tie_word_embeddings=False)
+    return WhisperForConditionalGeneration(cfg), ("input_features", [1, 16, 2 * SRC], "float32"), None, [1, 5, 7, 9]
+
+
+def mt5():
+    """T5 v1.1 / mT5: gated-gelu feed-forward, an untied head (no d_model ** -0.5 rescale)."""
+    from transformers import MT5Config, MT5ForConditionalGeneration
+    cfg = MT5Config(vocab_size=VOCAB, d_model=D, d_kv=16, d_ff=D, num_layers=LAYERS, num_decoder_layers=LAYERS,
+                    num_heads=HEADS, relative_attention_num_buckets=8, relative_attention_max_distance=20,
+                    dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+                    feed_forward_proj="gated-gelu", attn_implementation="eager", tie_word_embeddings=False)
+    return MT5ForConditionalGeneration(cfg), ("input_ids", [1, SRC], "int64"), "attention_mask", [0]
+
+
+def mbart():
+    """mBART: learned positions offset by 2, pre-norm layers with final LayerNorms, scaled embeddings."""
+    from transformers import MBartConfig, MBartForConditionalGeneration
+    cfg = MBartConfig(vocab_size=VOCAB, d_model=D, encoder_layers=LAYERS, decoder_layers=LAYERS,
+                      encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=D,
+                      decoder_ffn_dim=D, max_position_embeddings=48, dropout=0.0, attention_dropout=0.0,
+                      activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, scale_embedding=True,
+                      decoder_start_token_id=2, forced_eos_token_id=None, attn_implementation="eager",
+                      tie_word_embeddings=False)
+    return MBartForConditionalGeneration(cfg), ("input_ids", [1, SRC], "int64"), "attention_mask", [2]
+
+
+def trocr_sin():
+    """TrOCR with sinusoidal positions and scaled embeddings, no embedding LayerNorm."""
+    model, enc_input, mask, prompt = trocr()
+    from transformers import TrOCRConfig, TrOCRForCausalLM, VisionEncoderDecoderModel
+    dec = TrOCRForCausalLM(TrOCRConfig(vocab_size=VOCAB, d_model=D, decoder_layers=LAYERS,
+                                       decoder_attention_heads=HEADS, decoder_ffn_dim=D, max_position_embeddings=48,
+                                       cross_attention_hidden_size=D, dropout=0.0, attention_dropout=0.0,
+                                       activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                       decoder_start_token_id=2, use_learned_position_embeddings=False,
+                                       scale_embedding=True, layernorm_embedding=False, attn_implementation="eager",
+                                       tie_word_embeddings=False))
+    return VisionEncoderDecoderModel(encoder=model.encoder, decoder=dec), enc_input, mask, prompt
+
+
+MODELS = {"whisper": whisper, "t5": t5, "trocr": trocr, "bart": bart, "marian": marian,
+          "whisper_h2l3": whisper_h2l3, "mt5": mt5, "mbart": mbart, "trocr_sin": trocr_sin}
+# what models/encdec holds (the default); the other configs are exported when named (`--out DIR mt5`):
+# they convert and generate exactly like these (docs/decoders.md), and each would add ~15 s of tests
+COMMITTED = ("whisper", "t5", "trocr", "bart", "marian")
 # the decoders of the first three with both exporters, BART's and Marian's with TorchScript (the
 # committed files stay a few MB); every encoder with TorchScript (the encoders are not the point)
 EXPORTERS = {"whisper": ("ts", "dynamo"), "t5": ("ts", "dynamo"), "trocr": ("ts", "dynamo"),
-             "bart": ("ts",), "marian": ("ts",)}
+             "bart": ("ts",), "marian": ("ts",),
+             "whisper_h2l3": ("ts", "dynamo"), "mt5": ("ts", "dynamo"), "mbart": ("ts", "dynamo"),
+             "trocr_sin": ("ts", "dynamo")}
 
 
 def randomize(model, seed: int) -> None:
@@ -151,7 +205,7 @@ def encoder_module(model, kind: str, has_mask: bool):
 
 def decoder_call(model, kind, ids, enc, mask, cache):
     """logits and the cache after one decoder call (HF modules, as optimum wraps them)."""
-    if kind == "trocr":
+    if kind.startswith("trocr"):
         out = model.decoder(input_ids=ids, encoder_hidden_states=enc, cache=cache, use_cache=True)
     else:
         out = model(decoder_input_ids=ids, encoder_outputs=(enc,), attention_mask=mask,
@@ -192,9 +246,9 @@ class DecoderStep(torch.nn.Module):
         return tuple(outs)
 
 
-def kv_names(prefix: str, with_cross: bool) -> list[str]:
+def kv_names(prefix: str, with_cross: bool, layers: int = LAYERS) -> list[str]:
     names = []
-    for i in range(LAYERS):
+    for i in range(layers):
         names += [f"{prefix}.{i}.decoder.key", f"{prefix}.{i}.decoder.value"]
         if with_cross:
             names += [f"{prefix}.{i}.encoder.key", f"{prefix}.{i}.encoder.value"]
@@ -257,6 +311,9 @@ def build(name: str, out: Path) -> dict:
         model, enc_spec, mask_name, prompt = MODELS[name]()
         randomize(model, seed=seed)
         has_mask = mask_name is not None
+        cfg = model.config.decoder if hasattr(model.config, "decoder") else model.config
+        layers = getattr(cfg, "decoder_layers", None) or cfg.num_decoder_layers
+        heads = getattr(cfg, "decoder_attention_heads", None) or cfg.num_heads
         x = encoder_input(enc_spec, seed=7)
         mask = torch.ones(enc_spec[1], dtype=torch.int64) if has_mask else None
         if has_mask:
@@ -271,7 +328,7 @@ def build(name: str, out: Path) -> dict:
         raise ValueError(f"{name}: greedy tokens {tokens} (logit std {spread:.2f}) are too uniform to test")
     entry = {"encoder_input": {"name": enc_spec[0], "shape": enc_spec[1], "dtype": enc_spec[2], "seed": 7},
              "encoder_attention_mask": mask.tolist() if has_mask else None, "prompt": prompt,
-             "greedy_tokens": tokens, "weights_seed": seed, "layers": LAYERS, "heads": HEADS, "files": {}, "refused": {}}
+             "greedy_tokens": tokens, "weights_seed": seed, "layers": layers, "heads": heads, "files": {}, "refused": {}}
 
     # encoder
     enc_in = [enc_spec[0]] + ([mask_name] if has_mask else [])
@@ -286,10 +343,10 @@ def build(name: str, out: Path) -> dict:
     step0 = DecoderStep(model, name, has_mask, with_past=False)
     in0 = ["input_ids", "encoder_hidden_states"] + (["encoder_attention_mask"] if has_mask else [])
     args0 = [ids, enc] + ([mask] if has_mask else [])
-    out0 = ["logits"] + kv_names("present", True)
+    out0 = ["logits"] + kv_names("present", True, layers)
     dyn0 = {"input_ids": {0: "batch", 1: "tgt"}, "encoder_hidden_states": {0: "batch", 1: "src"},
             "encoder_attention_mask": {0: "batch", 1: "src"}, "logits": {0: "batch", 1: "tgt"}}
-    for n in kv_names("present", True):
+    for n in kv_names("present", True, layers):
         dyn0[n] = {0: "batch", 2: "tgt" if ".decoder." in n else "src"}
     with torch.no_grad():
         ref0 = step0(*args0)
@@ -297,15 +354,15 @@ def build(name: str, out: Path) -> dict:
 
     # later steps: one token, the self cache at a run-time length, the cross cache fixed
     step = DecoderStep(model, name, has_mask, with_past=True)
-    in1 = ["input_ids"] + (["encoder_attention_mask"] if has_mask else []) + kv_names("past_key_values", True)
+    in1 = ["input_ids"] + (["encoder_attention_mask"] if has_mask else []) + kv_names("past_key_values", True, layers)
     next_id = torch.tensor([[(prompt + tokens)[5]]])
     args1 = [next_id] + ([mask] if has_mask else []) + \
-        [present0[n.replace("past_key_values", "present")] for n in kv_names("past_key_values", True)]
-    out1 = ["logits"] + kv_names("present", False)
+        [present0[n.replace("past_key_values", "present")] for n in kv_names("past_key_values", True, layers)]
+    out1 = ["logits"] + kv_names("present", False, layers)
     dyn1 = {"input_ids": {0: "batch"}, "encoder_attention_mask": {0: "batch", 1: "src"}, "logits": {0: "batch"}}
-    for n in kv_names("past_key_values", True):
+    for n in kv_names("past_key_values", True, layers):
         dyn1[n] = {0: "batch", 2: "past" if ".decoder." in n else "src"}
-    for n in kv_names("present", False):
+    for n in kv_names("present", False, layers):
         dyn1[n] = {0: "batch", 2: "past_1"}
     with torch.no_grad():
         ref1 = step(*args1)
@@ -341,7 +398,7 @@ def build(name: str, out: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "models" / "encdec"))
-    parser.add_argument("names", nargs="*", default=list(MODELS))
+    parser.add_argument("names", nargs="*", default=list(COMMITTED))
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -211,7 +211,7 @@ class Steps:
         parts = []
         if whole:
             run = self.crop(axis, first, first + whole * step)
-            outer, inner = math.prod(self.shape[:axis]), math.prod(self.shape[axis + 1:])
+            outer, inner = _product(self.shape[:axis]), _product(self.shape[axis + 1:])
             grouped = self.reshape(run, (outer, whole, step, inner))
             picked = self.crop(2, 0, 1, source=grouped, shape=(outer, whole, step, inner))
             parts.append(self.reshape(picked, self.shape[:axis] + (whole,) + self.shape[axis + 1:]))
@@ -236,7 +236,8 @@ def strided_slice(graph: Graph, node: Node, picks: list[tuple[int, int, int]]) -
     """`picks`: (ncnn axis, first index, count, step) per sliced axis, step != 0, the batch axis left out."""
     x, out = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     shape = x.ncnn_shape
-    if None in shape:
+    # one run-time extent (a sequence) is inferred by each Reshape; the sliced axes' must be known
+    if shape.count(None) > 1 or any(shape[a] is None for a, _, _, _ in picks):
         raise fail(node, graph, f"a Slice with steps needs every extent of '{x.name}' {list(x.shape)}; "
                                 "give static input shapes with --input-shape")
     steps = Steps(graph, node, x.name, tuple(shape))
@@ -256,6 +257,11 @@ def strided_slice(graph: Graph, node: Node, picks: list[tuple[int, int, int]]) -
         raise fail(node, graph, f"sliced to {list(steps.shape)}, but the output's ncnn shape is "
                                 f"{list(out.ncnn_shape)}")
     return steps.finish(out.name)
+
+
+def _product(extents) -> int | None:
+    """The product of extents, None when one is a run-time extent."""
+    return None if None in extents else math.prod(extents)
 
 
 INT32_MAX = 2**31 - 1

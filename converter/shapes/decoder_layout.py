@@ -79,7 +79,9 @@ def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple
     when the graph's inputs have the decoder layout (else nothing). The past is one that is read
     (an inlined prefill branch leaves its past inputs unread: its mask is the new tokens alone) and,
     of those, one read whole: a sliding-window layer (Gemma3 through torch.export) cuts its past to
-    the window first, and its past is then shorter than the history the mask spans."""
+    the window first, or its present (TorchScript), and its past is then shorter than the history the
+    mask spans. Where every layer cuts its present and none its past (Mistral through TorchScript), no
+    past spans it: nothing is said of the mask."""
     self_past = [n for n in past_inputs(graph.inputs) if not is_cross(n) and graph.consumers(n)]
     mask, ids = dims.get("attention_mask"), dims.get("input_ids")
     if mask is None or ids is None or len(mask) != 2 or len(ids) != 2 or not isinstance(ids[1], Ref) \
@@ -88,8 +90,24 @@ def related_extents(graph, dims: dict[str, tuple[Term, ...]]) -> dict[str, tuple
     if not self_past:
         has_present = bool(present_outputs(graph.outputs))
         return {"attention_mask": (mask[0], ids[1])} if has_present else {}
-    whole = [n for n in self_past if not any(r.op == "Slice" and r.inputs[0] == n for r in graph.consumers(n))]
+    cut = sliding_pasts(graph)
+    read_cut = [n for n in self_past if any(r.op == "Slice" and r.inputs[0] == n for r in graph.consumers(n))]
+    whole = [n for n in self_past if n not in cut and n not in read_cut]
+    if not whole and not read_cut:      # every layer slides (Mistral): no past spans the mask's history
+        return {}
     past = dims.get((whole or self_past)[0])
     if past is None or len(past) != 4 or not isinstance(past[2], Ref):
         return {}
     return {"attention_mask": (mask[0], op("+", past[2], ids[1]))}
+
+
+def sliding_pasts(graph) -> set[str]:
+    """Self-attention pasts whose present is cut to its last rows (a Slice, or the Crop it became): a
+    sliding-window layer's, shorter than the history past the window, and than a full layer's past,
+    even where the export names every past length alike (TorchScript's `past`)."""
+    cut = set()
+    for present, past in cache_pairs(graph.inputs, graph.outputs).items():
+        producer = graph.producer(present)
+        if not is_cross(past) and producer is not None and producer.op in ("Slice", "Crop"):
+            cut.add(past)
+    return cut

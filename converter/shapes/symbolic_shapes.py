@@ -4,8 +4,10 @@ onnx's shape inference gives each unknown extent a name of its own, so it cannot
 hidden states (1, S, 32) and its mask (1, 1, S, S) share S, or that Expand(x, [1, S]) of x (1, S)
 changes nothing. One topological walk here gives each tensor a tuple of terms: a number, a graph
 input's extent `Ref(input, axis)` (inputs whose dims share a dim_param share one Ref: ONNX's rule),
-or arithmetic on those. What no rule covers gets a fresh symbol `Ref(tensor, axis)`, equal only to
-itself, so a term is never claimed equal to another without a reason.
+or arithmetic on those (a sliding-window layer's past, its present cut to the last rows, is a length
+of its own whatever its dim_param: TorchScript names every past `past`, equal only within the
+window). What no rule covers gets a fresh symbol `Ref(tensor, axis)`, equal only to itself, so a
+term is never claimed equal to another without a reason.
 
 Assumed, as the model's own validity implies: operands that broadcast together have equal extents
 or extents of 1, a Slice to a run-time end stays inside its data (torch's `x[:, :S]`), and a Conv's
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Callable
 
 from converter.ir import Graph, Node
-from converter.shapes.decoder_layout import related_extents
+from converter.shapes.decoder_layout import related_extents, sliding_pasts
 from converter.shapes.extent_rules import EXTENT_RULES, split_pieces
 from converter.shapes.symbolic import Op, Ref, Term, op
 # the term arithmetic once lived here: importers of these names still find them
@@ -35,6 +37,7 @@ class SymbolicShapes:
         self.graph, self.shape_terms, self.windows = graph, shape_terms, windows
         self.dims: dict[str, Dims] = {}
         named: dict[str, Ref] = {}
+        sliding = sliding_pasts(graph)      # a sliding layer's past is its own length, whatever its dim_param
         for name in graph.inputs:
             t = graph.tensors[name]
             if t.shape is None:
@@ -46,7 +49,7 @@ class SymbolicShapes:
                 elif d is not None:
                     terms.append(int(d))
                 else:
-                    dim_name = graph.dim_names.get((name, axis))
+                    dim_name = None if name in sliding else graph.dim_names.get((name, axis))
                     ref = named.setdefault(dim_name, Ref(name, axis)) if dim_name else Ref(name, axis)
                     terms.append(ref)
             self.dims[name] = tuple(terms)

@@ -1,6 +1,7 @@
 """Decoder-only LLMs exported with a run-time cache length (scripts/export_decoders.py: Qwen2,
 Qwen3, Llama with grouped-query heads, Gemma3, Phi with partial rotary, SmolLM3; TorchScript and
-dynamo) convert to one file that decodes at every cache length and, beside it on the same .bin, the
+dynamo; Gemma2's softcapped attention, dynamo; Qwen2 with sliding layers and Mistral, window 16, TorchScript:
+the 38 tokens pass it) convert to one file that decodes at every cache length and, beside it on the same .bin, the
 prompt file (the past removed) that takes a generation's first call: 32 greedy tokens carried step
 by step through the files (present -> past) give onnxruntime's tokens from a true empty past, and
 logits within RTOL of the largest |logit| at every step, in real ncnn and in the interpreter.
@@ -27,10 +28,14 @@ RTOL = 1e-4
 STEPS = 32
 # Gemma3's sliding layer through torch.export numbers its keys from max(0, P - window + 1), a run-time
 # size computed as a sum of ones (one Reduction more than the others' mask)
-POSITION_SUMS = {"gemma3_dynamo": 1}
+POSITION_SUMS = {"gemma3_dynamo": 1, "gemma2_dynamo": 1}     # Gemma2's sliding layer likewise
 CONVERTED = sorted(MANIFEST)
 # RotaryEmbed layers per file: q and k of every layer that rotates (SmolLM3's second layer has no rope)
 ROTARY = {"smollm3": 2}
+# attention ncnn's SDPA cannot express: Gemma2 caps its scores with tanh(s / cap) * cap before the
+# mask and softmax, so it stays MatMul, tanh, Softmax (the cap must not be dropped: the tokens say so)
+SOFTCAPPED = {"gemma2"}
+LAYERNORM = {"phi": 1}      # LayerNorms per layer (attention and MLP in parallel), and a final one
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +115,15 @@ def test_decoder_layers_are_ncnns_llm_form(stem, converted):
 def check_llm_form(stem, types):
     entry = MANIFEST[stem]
     layers = entry["layers"]
-    assert types.count("SDPA") == layers
     assert types.count("RotaryEmbed") == ROTARY.get(entry["family"], 2 * layers)
-    assert not {"MatMul", "Softmax", "Tile", "MultiHeadAttention"} & set(types), types
-    if entry["family"] == "phi":        # one LayerNorm per layer (attention and MLP in parallel), one final
-        assert types.count("LayerNorm") == layers + 1
+    if entry["family"] in SOFTCAPPED:   # q k^T and p v, the Softmax between, per layer; no SDPA
+        assert (types.count("SDPA"), types.count("MatMul"), types.count("Softmax")) == (0, 2 * layers, layers)
+        assert types.count("TanH") == layers + 1          # each layer's cap on the scores, the logits' cap
+    else:
+        assert types.count("SDPA") == layers
+        assert not {"MatMul", "Softmax", "MultiHeadAttention", "Tile"} & set(types), types
+    if entry["family"] in LAYERNORM:
+        assert types.count("LayerNorm") == LAYERNORM[entry["family"]] * layers + 1
     else:                               # two per layer and a final one (Qwen3/Gemma3 also norm q and k)
         assert types.count("RMSNorm") >= 2 * layers + 1
     assert types.count("Reduction") <= 2 + POSITION_SUMS.get(stem, 0)     # the mask's; no norm left written out

@@ -44,3 +44,18 @@ def test_slice_with_steps(x_shape, starts, ends, axes, steps, tmp_path):
 def test_slice_step_on_unknown_extent_is_refused(tmp_path):
     with pytest.raises(ConversionError, match=r"Slice node .*steps needs the extent"):
         check_in_ncnn(slice_model([1, 3, "T"], [0], [BIG], [2], [2]), tmp_path, dims={"T": 6})
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_slice_step_beside_one_run_time_extent(start, tmp_path):
+    """Cohere's interleaved rotary takes x[..., 0::2] and x[..., 1::2] of (1, H, T, D), T a run-time
+    length: the sliced axis is known, and each Reshape infers the one unknown extent."""
+    model = slice_model([1, 4, "T", 16], [start], [BIG], [3], [2])
+    for t in (1, 5):
+        check_in_ncnn(model, tmp_path, dims={"T": t})
+
+
+def test_slice_step_beside_two_run_time_extents_is_refused(tmp_path):
+    """Two unknown extents: no Reshape infers both."""
+    with pytest.raises(ConversionError, match=r"Slice node .*steps needs every extent"):
+        check_in_ncnn(slice_model([1, "H", "T", 16], [0], [BIG], [3], [2]), tmp_path, dims={"H": 2, "T": 3})

@@ -16,14 +16,15 @@ D = 8
 
 
 def attention(heads=4, groups=2, mask_rows="T", mask_heads=1, softmax_axis=-1, masks=("mask",),
-              mask_cols="S", before_scale=False, zeros=False, split_heads=False):
+              mask_cols="S", before_scale=False, zeros=False, split_heads=False, softcap=False):
     """q (1, H, T, D), k/v (1, G, S, D) repeated to H heads, scores * 0.25 + each mask (1, mh, rows, S)
     in turn (T5: a per-head bias, then the padding mask), + zeros of the scores' shape if `zeros`;
-    `split_heads`: k and v come as (1, S, H, D) and one Transpose writes k^T (T5's encoder)."""
+    `split_heads`: k and v come as (1, S, H, D) and one Transpose writes k^T (T5's encoder); `softcap`:
+    the scaled scores capped as Gemma2 caps them, tanh(s / 2) * 2, before the masks."""
     r = heads // groups
     inits = [("two", np.array([2], np.int64)), ("rep", np.array([1, 1, r, 1, 1], np.int64)),
              ("heads", np.array([1, heads, -1, D], np.int64)), ("scale", np.array(0.25, np.float32)),
-             ("zero", np.array([0.0], np.float32))]
+             ("zero", np.array([0.0], np.float32)), ("cap", np.array(2.0, np.float32))]
     nodes = []
     for name in ("k", "v") if not split_heads else ():
         if r == 1:
@@ -42,7 +43,11 @@ def attention(heads=4, groups=2, mask_rows="T", mask_heads=1, softmax_axis=-1, m
         nodes.append(helper.make_node("Add", [scores, masks[0]], ["masked"]))
         nodes.append(helper.make_node("Mul", ["masked", "scale"], ["scores0"]))
     else:
-        nodes.append(helper.make_node("Mul", [scores, "scale"], ["scores0"]))
+        nodes.append(helper.make_node("Mul", [scores, "scale"], ["scores0" if not softcap else "scaled"]))
+        if softcap:
+            nodes += [helper.make_node("Div", ["scaled", "cap"], ["capped"]),
+                      helper.make_node("Tanh", ["capped"], ["tanh"]),
+                      helper.make_node("Mul", ["tanh", "cap"], ["scores0"])]
         for i, m in enumerate(masks):
             nodes.append(helper.make_node("Add", [f"scores{i}", m], [f"scores{i + 1}"]))
     scores = f"scores{0 if before_scale else len(masks)}"
@@ -111,7 +116,8 @@ def test_heads_as_a_batch_fuse_through_the_mask_reshapes(tmp_path):
 
 MISSES = {"one mask row for every query row": {"mask_rows": 1}, "softmax over the query axis": {"softmax_axis": 2},
           "one mask column for every key": {"mask_cols": 1},
-          "the mask added before the scale": {"before_scale": True}}
+          "the mask added before the scale": {"before_scale": True},
+          "scores capped by tanh before the mask (Gemma2's softcapping: SDPA has no cap)": {"softcap": True}}
 
 
 @pytest.mark.parametrize("variant", MISSES.values(), ids=MISSES.keys())
