@@ -80,17 +80,18 @@ def example_shapes(proto: onnx.ModelProto, graph: Graph) -> tuple[dict[str, list
         if chosen:
             why[vi.name] = chosen
     if MASK in why:
-        shapes[MASK], why[MASK] = _mask_spans_the_history(shapes, shapes[MASK], why[MASK])
+        shapes[MASK], why[MASK] = _mask_spans_the_history(shapes, shapes[MASK], why[MASK], graph)
     return shapes, [f"{name} {shapes[name]} ({'; '.join(chosen)})" for name, chosen in why.items()]
 
 
 MASK, TOKENS = "attention_mask", "input_ids"
 
 
-def _mask_spans_the_history(shapes: dict, mask: list, chosen: list[str]) -> tuple[list, list[str]]:
+def _mask_spans_the_history(shapes: dict, mask: list, chosen: list[str], graph: Graph) -> tuple[list, list[str]]:
     """A decoder step's (1, P + T) mask, P the first self past's run-time extent and T the tokens'
-    (where the mask's length was chosen, not given)."""
-    pasts = [n for n in past_inputs(shapes) if not is_cross(n)]
+    (where the mask's length was chosen, not given); a past the files do not read (a merged decoder's
+    prefill branch) is no history."""
+    pasts = [n for n in past_inputs(shapes) if not is_cross(n) and n in graph.inputs and graph.consumers(n)]
     ids = shapes.get(TOKENS)
     if len(mask) != 2 or not chosen[-1].startswith("dim 1") or not pasts or ids is None or len(ids) != 2 \
             or len(shapes[pasts[0]]) != 4:
