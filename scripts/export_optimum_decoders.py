@@ -86,6 +86,8 @@ def configs() -> dict:
         "arcee": ("ArceeConfig", dict(small, num_key_value_heads=2)),
         "glm": ("GlmConfig", dict(small, num_key_value_heads=2, head_dim=16, pad_token_id=0)),
         "mpt": ("MptConfig", dict(d_model=64, n_heads=4, expansion_ratio=2, max_seq_len=256)),
+        # a window shorter than a generation (6 + 32 tokens): the mask hides the oldest keys
+        "mistral_window": ("MistralConfig", dict(small, num_key_value_heads=2, sliding_window=8)),
     }
     common = dict(vocab_size=VOCAB, num_hidden_layers=LAYERS, n_layer=LAYERS, max_position_embeddings=256,
                   tie_word_embeddings=False, use_cache=True)

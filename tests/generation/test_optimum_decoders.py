@@ -1,6 +1,7 @@
 """Decoders exported by Hugging Face optimum's own exporter (scripts/export_optimum_decoders.py:
 optimum-onnx's main_export, task text-generation-with-past, over transformers 4.57's modules: Llama
-with grouped-query heads, Phi3 with fused qkv/gate_up projections, GPT-NeoX with partial rotary and
+with grouped-query heads, Mistral with a sliding window shorter than the generation (its mask hides
+the oldest keys), Phi3 with fused qkv/gate_up projections, GPT-NeoX with partial rotary and
 parallel residual, GPT-BigCode with one kv head and learned positions) convert to the decode file
 and its prompt file; greedy tokens through both, in the interpreter and real ncnn, equal
 onnxruntime's on the same file from a true empty past, logits within RTOL of the largest at every
@@ -25,7 +26,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "models" / "decoders_optimum"
 MANIFEST = json.loads((FOLDER / "manifest.json").read_text())
 RTOL, STEPS = 1e-4, 16
 # per family: RotaryEmbed layers (q and k per layer; GPT-BigCode has learned positions), the norm layer type
-FORM = {"llama": (4, "RMSNorm"), "phi3": (4, "RMSNorm"), "gpt_neox": (4, "LayerNorm"), "gpt_bigcode": (0, "LayerNorm")}
+FORM = {"llama": (4, "RMSNorm"), "mistral_window": (4, "RMSNorm"), "phi3": (4, "RMSNorm"), "gpt_neox": (4, "LayerNorm"), "gpt_bigcode": (0, "LayerNorm")}
 
 
 @pytest.fixture(scope="module")
