@@ -12,6 +12,7 @@ from .convert_batched_conv1d import convert_batched_conv1d
 from .convert_flat_reshape import convert_flat_reshape
 from .convert_innerproduct_gemm import convert_innerproduct_gemm
 from .convert_log_buckets import convert_log_buckets
+from .convert_outer_matmul import convert_outer_matmul
 from .convert_pointwise_conv_innerproduct import convert_pointwise_conv_innerproduct
 from .convert_window_gathers import convert_window_gathers
 from .drop_activation_qdq import drop_activation_qdq
@@ -200,6 +201,9 @@ PIPELINE: list[Pass] = [
     # after the fusions (fuse_recurrent_cells took the cells it could; attention takes its projections)
     # and the shape passes (static 2-D inputs): per-step products by one weight become one product
     hoist_shared_projections,
+    # after every fusion that matches a MatMul (an attention's products are not to be taken for a Mul);
+    # before flatten_matmul_rows, which would flatten the rows of what is a broadcast product
+    convert_outer_matmul,
     # after every fusion that matches a MatMul (attention projections, scales); right before lowering
     flatten_matmul_rows,
     lower_onnx,

@@ -19,7 +19,7 @@ import numpy as np
 
 from converter.ir import Graph, Node
 from converter.op_table import OpTable
-from converter.shapes.runtime_fill import express_expand, express_fill, express_range, express_size_value
+from converter.shapes.runtime_fill import express_expand, express_fill, express_range, express_size_value, shift_range_start
 from converter.shapes.shape_math import BINARY, ShapeMath, remove_dead_shape_math
 from converter.shapes.symbolic import SHAPE_TERMS, SLICE_TERMS, Term, extent, known_value, pin_refs
 
@@ -134,8 +134,10 @@ def _express_constant_of_shape(graph: Graph, node: Node, math: ShapeMath) -> boo
 
 @EXPRESSIONS.register("Range")
 def _express_range(graph: Graph, node: Node, math: ShapeMath) -> bool:
-    """An index range up to a run-time limit."""
+    """An index range up to a run-time limit (from a run-time start: shifted to start at 0 first)."""
     sizes = _sizes(node, math)
+    if len(sizes) == 3 and sizes[0] is not None and sizes[1] is not None:
+        return shift_range_start(graph, node)
     return express_range(graph, node, sizes[1][0]) if len(sizes) == 3 and sizes[1] is not None \
         and len(sizes[1]) == 1 else False
 

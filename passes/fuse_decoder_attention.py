@@ -39,6 +39,7 @@ from converter.rewrite.attention_probe import passes_float_on, scores_and_addend
 from converter.ncnn_side.releases import NEWEST, PARAMS
 from converter.shapes.runtime_fill import FILL_VALUE, fill_value
 from converter.rewrite.patterns import sole_reader
+from converter.rewrite.sdpa_guard import guarded_mask, nan_guard, unscaled
 
 
 def _kv_heads(graph: Graph, name: str, heads: int) -> tuple[str, list[Node]] | None:
@@ -126,7 +127,9 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, mask
         qk, score_nodes, scale, addends = scores_and_addends(graph, softmax, shapes)
     except NoMatch:
         return None
-    q, kt = graph.tensors[qk.inputs[0]], graph.producer(qk.inputs[1])
+    # the scale split over q and k^T (torch.onnx's scaled_dot_product_attention: q * sqrt(s), k^T * sqrt(s))
+    (q_name, q_scale, q_nodes), (kt_name, k_scale, k_nodes) = unscaled(graph, qk.inputs[0]), unscaled(graph, qk.inputs[1])
+    q, kt, scale = graph.tensors[q_name], graph.producer(kt_name), scale * q_scale * k_scale
     swap = list(range(q.rank - 2)) + [q.rank - 1, q.rank - 2]
     if not _heads_view(q) or q.shape[-3] is None or q.dtype != np.float32 or kt is None \
             or kt.op != "Transpose" or kt.ncnn or sorted(kt.attrs.get("perm") or ()) != list(range(q.rank)):
@@ -136,7 +139,12 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, mask
     masks = [a for a in addends if not _zero(graph, a)]
     if masks and not masked_ok or not masks and None not in x.shape:     # static and unmasked: fuse_sdpa's
         return None
-    nodes, probs = [*score_nodes, kt, softmax], softmax.outputs[0]
+    nodes, probs = [*score_nodes, *q_nodes, *k_nodes, kt, softmax], softmax.outputs[0]
+    guard = nan_guard(graph, probs)     # Where(IsNaN(p), 0, p): sdpa_guard.py computes it from the mask
+    if guard is not None:
+        if len(masks) > 1:
+            return None
+        probs, nodes = guard[0], nodes + guard[1]
     reader = sole_reader(graph, probs, "MatMul", "Cast", "Identity", "Dropout")
     while reader is not None and reader.op != "MatMul" and passes_float_on(graph, reader):
         nodes.append(reader)
@@ -169,7 +177,7 @@ def _match(graph: Graph, softmax: Node, shapes: SymbolicShapes, new_tokens, mask
                 or shape[-1] != q.shape[-1]:
             return None
         k = ((kt.inputs[0], k_perm, shape, batch), [])
-    return q.name, k[0], v[0], masks, scale, nodes, reader.outputs[0]
+    return q.name, k[0], v[0], masks, scale, nodes, reader.outputs[0], guard is not None and bool(masks)
 
 
 def _swapped(dims):
@@ -215,13 +223,18 @@ def fuse_decoder_attention(graph: Graph) -> dict:
     new_tokens = ids[1] if ids is not None and len(ids) == 2 and not isinstance(ids[1], int) else False
     target = getattr(graph, "ncnn_target", None) or NEWEST
     masked_ok = target >= PARAMS[("SDPA", 5)]       # masked SDPA is wrong before (NCNN_NOTES)
-    fused = 0
+    fused, guards = 0, {}
     for softmax in softmaxes:
         found = _match(graph, softmax, shapes, new_tokens, masked_ok) if softmax.name in graph.nodes else None
         if found is None:
             continue
-        q, k, v, masks, scale, nodes, out = found
+        q, k, v, masks, scale, nodes, out, guarded = found
         new = []
+        if guarded:     # the mask clamped, the output times r (converter/rewrite/sdpa_guard.py)
+            masks[0], rows = guarded_mask(graph, masks[0], guards, softmax.origin or softmax.name)
+            sdpa_out = _blob(graph, f"{out}_unguarded", graph.tensors[out].shape, graph.tensors[out].batch_axis)
+            new.append(Node(graph.fresh_name(f"{softmax.name}_guard"), "Mul", [sdpa_out, rows], [out]))
+            out = sdpa_out
         if isinstance(k, tuple):        # k written by a Transpose of its own (the perm k^T's, last two swapped)
             source, k_perm, shape, batch = k
             k = _blob(graph, f"{softmax.name}_k", shape, batch)

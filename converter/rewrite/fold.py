@@ -40,6 +40,25 @@ def _static_shape(graph: Graph, node: Node) -> np.ndarray | None:
     return None if any(d is None for d in part) else np.array(part, dtype=np.int64)
 
 
+def _sliced_shape(graph: Graph, node: Node) -> np.ndarray | None:
+    """Slice(Shape(x), starts, ends) reading only x's known extents (torch's scale 1 / sqrt(q.shape[-1])
+    on a q whose sequence length is a run-time one): those extents, though other ones are not known."""
+    shape = graph.producer(node.inputs[0])
+    params = [graph.value(i) if i else None for i in node.inputs[1:]]
+    if shape is None or shape.op != "Shape" or shape.ncnn or len(params) < 2 or any(
+            p is None for p in params[:2]) or any(p is not None and p.size != 1 for p in params) \
+            or len(params) > 2 and params[2] is not None and int(params[2].reshape(-1)[0]) not in (0, -1) \
+            or len(params) > 3 and params[3] is not None and int(params[3].reshape(-1)[0]) != 1:
+        return None
+    dims = graph.tensors[shape.inputs[0]].shape
+    if dims is None:
+        return None
+    dims = list(dims)[shape.attrs.get("start", 0):shape.attrs.get("end", len(dims))]
+    start, end = (int(max(min(p.reshape(-1)[0], 2**62), -2**62)) for p in params[:2])
+    part = dims[start:end]
+    return None if not part or any(d is None for d in part) else np.array(part, dtype=np.int64)
+
+
 def _evaluate(graph: Graph, node: Node) -> list[np.ndarray]:
     inputs = [graph.value(i) if i else None for i in node.inputs]
     names = [f"i{k}" if i else "" for k, i in enumerate(node.inputs)]
@@ -61,6 +80,9 @@ def _values(graph: Graph, node: Node) -> list[np.ndarray] | None:
     """The node's output values when they can be computed now, else None."""
     if node.op == "Shape":
         value = _static_shape(graph, node)
+        return None if value is None else [value]
+    if node.op == "Slice" and graph.value(node.inputs[0]) is None:
+        value = _sliced_shape(graph, node)
         return None if value is None else [value]
     if node.op != "Constant" and not all(graph.value(i) is not None for i in node.inputs if i):
         return None

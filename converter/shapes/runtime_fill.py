@@ -154,3 +154,23 @@ def express_size_value(graph: Graph, node: Node, sizes: list, math) -> bool:
     graph.producer(value).meta[SIZE_TERM] = sizes[k][0]
     graph.replace_input(node, k, value)
     return True
+
+
+def shift_range_start(graph: Graph, node: Node) -> bool:
+    """Integer Range(s, l, d) with s a run-time size (transformers 4's cache_position = arange(past,
+    past + T)) is s + Range(0, l - s, d): its length l - s is then a term ((past + T) - past is T) that
+    express_range takes, and s a size added to a computed tensor (express_size_value)."""
+    start, limit, delta = node.inputs
+    out = graph.tensors[node.outputs[0]]
+    if out.dtype.kind not in "iu" or graph.value(start) is not None or _integral_scalar(graph, delta) is None:
+        return False
+    span = graph.add_tensor(Tensor(graph.fresh_name(f"{out.name}_span"), (), graph.tensors[limit].dtype)).name
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_span"), "Sub", [limit, start], [span],
+                        origin=node.origin or node.name))
+    zero = graph.add_constant(f"{out.name}_zero", np.array(0, graph.tensors[start].dtype)).name
+    counts = graph.add_tensor(Tensor(graph.fresh_name(f"{out.name}_from0"), out.shape, out.dtype)).name
+    graph.remove_node(node)
+    graph.add_node(Node(node.name, "Range", [zero, span, delta], [counts], origin=node.origin or node.name))
+    graph.add_node(Node(graph.fresh_name(f"{node.name}_shift"), "Add", [counts, start], [out.name],
+                        origin=node.origin or node.name))
+    return True

@@ -170,6 +170,12 @@ def fuse_sdpa() -> onnx.ModelProto:
                       [("two", np.float32(2.0))])
 
 
+def convert_outer_matmul() -> onnx.ModelProto:
+    """Rotary frequencies (1, 8, 1) times positions (1, 1, T), as transformers 4 writes them."""
+    from test_convert_outer_matmul import outer
+    return outer(1)
+
+
 def split_wide_reductions() -> onnx.ModelProto:
     """Adaptive max pooling 5 -> 3 as torch.export writes it: windows gathered into six axes, a max over
     two that are apart (convert_window_gathers takes only sums and means)."""
@@ -194,4 +200,4 @@ CASES = {f.__name__: f for f in (convert_einsum_transpose, unroll_peephole_lstm,
                                  fuse_conv_affine, fuse_hardswish, fuse_layernorm, rewrite_softmax_nan_guard,
                                  rewrite_division_nan_guard, merge_broadcast_axes, fold_scale_into_matmul, fuse_groupnorm, fuse_channel_shuffle,
                                  convert_pointwise_conv_innerproduct, flatten_matmul_rows,
-                                 fuse_sdpa, split_wide_reductions)}
+                                 fuse_sdpa, split_wide_reductions, convert_outer_matmul)}

@@ -116,3 +116,27 @@ def test_an_expression_longer_than_ncnn_reads_is_refused():
     model = make_model(nodes, [("x", [1, 3, "H", "W"])], [("y", None)], inits)
     with pytest.raises(ConversionError, match="Reshape node .long..*expression of [0-9]+ characters.*at most 255"):
         convert(model)
+
+
+def test_range_from_a_runtime_start(tmp_path):
+    """Range(P, P + T) (transformers 4's cache_position: P a cache's length, T the new tokens') is
+    P + Range(0, T), so its length is the term T (what a padding mask's gather index past + len(Range) is
+    compared with: tests/generation/test_optimum_decoders.py): one file for every P and T, equal to
+    onnxruntime in real ncnn and the interpreter; the rewrite fired (3 expressions: the span, the range
+    from 0, P as a value)."""
+    from onnx import TensorProto
+
+    def size(name, tensor, axis):
+        return [helper.make_node("Shape", [tensor], [f"{name}_shape"]),
+                helper.make_node("Gather", [f"{name}_shape", f"axis{axis}"], [name], axis=0)]
+    nodes = [*size("p", "past", 2), *size("t", "x", 1),
+             helper.make_node("Add", ["p", "t"], ["end"]),
+             helper.make_node("Range", ["p", "end", "one"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["rf", "zero"], ["ru"]),
+             helper.make_node("Add", ["x", "ru"], ["y"])]
+    inits = [("axis1", np.array(1, np.int64)), ("axis2", np.array(2, np.int64)), ("one", np.array(1, np.int64)),
+             ("zero", np.array([0], np.int64))]
+    model = make_model(nodes, [("past", [1, 2, "P", 4]), ("x", [1, "T"])], [("y", None)], inits, opset=13)
+    converted = assert_one_file_many_sizes(model, tmp_path, [(3, 1), (7, 5)], dims=("P", "T"), rtol=0, atol=0)
+    assert converted.stats["reshapes_expressed"] == 3

@@ -61,3 +61,22 @@ def test_unfoldable_node_without_lowering_is_named(monkeypatch):
                        [("x", [1])], [("y", [1])], [("c", c.reshape(1, 2, 2))])
     with pytest.raises(ConversionError, match="unsupported ONNX ops.*Det \\('Det_0'\\)"):
         convert(model)
+
+
+def test_known_extents_sliced_from_a_partly_known_shape(tmp_path):
+    """Slice(Shape(q), -1) of q (1, T, 16) with T a run-time length is [16] (torch's sdpa scale 1 /
+    sqrt(q.shape[-1]), GPT-2 through optimum): it folds, and one file runs at every T; a slice reading
+    T stays (and the conversion asks for its size)."""
+    from onnx import TensorProto
+    from tests.onnx_cases import assert_one_file_many_sizes
+
+    def scaled(start, end):
+        nodes = [helper.make_node("Shape", ["q"], ["s"]), helper.make_node("Slice", ["s", "b", "e"], ["d"]),
+                 helper.make_node("Cast", ["d"], ["f"], to=TensorProto.FLOAT),
+                 helper.make_node("Sqrt", ["f"], ["r"]), helper.make_node("Div", ["q", "r"], ["y"])]
+        inits = [("b", np.array([start], np.int64)), ("e", np.array([end], np.int64))]
+        return make_model(nodes, [("q", [1, "T", 16])], [("y", None)], inits)
+    converted = assert_one_file_many_sizes(scaled(-1, 2**63 - 1), tmp_path, [(3,), (9,)], dims=("T",))
+    assert not {"Shape", "Slice"} & {n.op for n in converted.graph.topological()}
+    with pytest.raises(ConversionError):
+        convert(scaled(1, 2))
