@@ -139,6 +139,10 @@ def _ncnn_form(q, zeros, bits: int, block: int):
 def matmul_nbits(graph: Graph, node: Node) -> list[Node]:
     k = int(node.attrs["K"])
     a = graph.tensors[node.inputs[0]]
+    if a.shape is not None and a.shape and a.shape[-1] is None:
+        # MatMulNBits reads rows of K (onnxruntime refuses others): a last extent that shape inference left
+        # unknown is K (onnxruntime's quantizer on a torch.onnx export: o_proj reads a Reshape to (B, T, -1))
+        a.shape = (*a.shape[:-1], k)
     if a.shape is None or a.shape[-1] != k:
         raise fail(node, graph, f"input '{a.name}' of shape {a.shape} does not end in K={k}")
     mode = graph.block_quant

@@ -179,3 +179,19 @@ def test_block_quant_option_cli(tmp_path, capsys):
     assert "18=" not in terms["dequantize"][0]
     assert main(["convert", str(path), "--block-quant", "int4"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_matmulnbits_unknown_k(tmp_path):
+    """An input whose last extent shape inference left unknown (onnxruntime's quantizer on a torch.onnx
+    export: o_proj reads a Reshape to (B, T, -1)) reads rows of K, as onnxruntime requires: it converts
+    (it was refused: "does not end in K") and computes onnxruntime's numbers in the real runtime."""
+    proto = _model(96, 40, 4, 32, False, True)
+    proto.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "D"
+    path = tmp_path / "m.onnx"
+    onnx.save(proto, path)
+    a = np.random.default_rng(1).standard_normal((1, 3, 96)).astype(np.float32)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"A": a})[0]
+    model = converter.convert(str(path), block_quant="keep")
+    assert [nd.params.get(18) for nd in model.graph.topological() if nd.op == "Gemm"] == [400]
+    scale = float(np.abs(ref).max())
+    np.testing.assert_allclose(_real_ncnn(model, tmp_path, a), ref, rtol=1e-4, atol=1e-5 * scale)

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "scripts").glob("*.py") if p.name != "__init__.py")
 NEEDS_TORCH = {"export_zoo.py", "export_decoders.py", "export_merged.py", "export_encdec.py", "export_peer_cases.py",
-               "export_unrolled_cells.py", "export_nhwc.py", "export_optimum_decoders.py",
+               "export_unrolled_cells.py", "export_nhwc.py", "export_optimum_decoders.py", "export_big_decoders.py",
                "pnnx_peer_baseline.py", "zoo_cnn.py", "zoo_detectors.py", "zoo_dynhw.py", "zoo_hf.py", "zoo_tv.py", "zoo_hf3.py",
                "zoo_timm3.py", "zoo_tv3.py", "zoo_specs.py"}
 LIBRARY = {"onnx_judge.py", "broadcast_chain.py", "layer_profile.py"}     # imported by other scripts and tests, no command line
