@@ -117,21 +117,23 @@ def _match(graph: Graph, neg: Node):
     return x.name, cos, sin, nodes, add.outputs[0]
 
 
-def _half_cache(graph: Graph, cache: str, h: int, made: dict) -> str:
-    """cache (1, 1, T, 2h) -> its first half as (1, T, h): ncnn's 2-D (T, h) cache blob."""
-    if cache not in made:
+def _half_cache(graph: Graph, cache: str, h: int, made: dict, step: int = 1) -> str:
+    """cache (1, 1, T, 2h) -> its first half as (1, T, h): ncnn's 2-D (T, h) cache blob; with step 2
+    (each value twice in a row) cache[..., 0::2], the cache ncnn's interleaved RotaryEmbed reads."""
+    key = (cache, step)
+    if key not in made:
         t = graph.tensors[cache]
         half = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_half"), (1, 1, t.shape[2], h),
                                        np.dtype(np.float32), batch_axis=0)).name
-        consts = [graph.add_constant(f"{cache}_{k}", np.array(v, np.int64)).name
-                  for k, v in (("start", [0]), ("end", [h]), ("axis", [3]))]
+        bounds = (("start", [0]), ("end", [step * h]), ("axis", [3])) + ((("step", [step]),) if step != 1 else ())
+        consts = [graph.add_constant(f"{cache}_{k}", np.array(v, np.int64)).name for k, v in bounds]
         graph.add_node(Node(graph.fresh_name(f"{cache}_half"), "Slice", [cache, *consts], [half]))
         rows = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_rows"), (1, t.shape[2], h),
                                        np.dtype(np.float32), batch_axis=0)).name
         target = graph.add_constant(f"{cache}_rows_shape", np.array([1, -1, h], np.int64)).name
         graph.add_node(Node(graph.fresh_name(f"{cache}_rows"), "Reshape", [half, target], [rows]))
-        made[cache] = rows
-    return made[cache]
+        made[key] = rows
+    return made[key]
 
 
 def _every_other(graph: Graph, name: str) -> tuple[str, int] | None:
@@ -213,26 +215,8 @@ def _match_interleaved(graph: Graph, neg: Node):
     return x.name, cos, sin, nodes, add.outputs[0]
 
 
-def _pair_cache(graph: Graph, cache: str, h: int, made: dict) -> str:
-    """cache (1, 1, T, 2h), each value twice in a row -> cache[..., 0::2] as (1, T, h), the 2-D (T, h)
-    cache ncnn's interleaved RotaryEmbed reads."""
-    if cache not in made:
-        t = graph.tensors[cache]
-        half = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_pairs"), (1, 1, t.shape[2], h),
-                                       np.dtype(np.float32), batch_axis=0)).name
-        consts = [graph.add_constant(f"{cache}_{k}", np.array(v, np.int64)).name
-                  for k, v in (("start", [0]), ("end", [2 * h]), ("axis", [3]), ("step", [2]))]
-        graph.add_node(Node(graph.fresh_name(f"{cache}_pairs"), "Slice", [cache, *consts], [half]))
-        rows = graph.add_tensor(Tensor(graph.fresh_name(f"{cache}_rows"), (1, t.shape[2], h),
-                                       np.dtype(np.float32), batch_axis=0)).name
-        target = graph.add_constant(f"{cache}_rows_shape", np.array([1, -1, h], np.int64)).name
-        graph.add_node(Node(graph.fresh_name(f"{cache}_rows"), "Reshape", [half, target], [rows]))
-        made[cache] = rows
-    return made[cache]
-
-
 def fuse_rotary_embed(graph: Graph) -> dict:
-    fused, made, paired = 0, {}, {}
+    fused, made = 0, {}
     for neg in graph.onnx_nodes_of("Neg"):
         found, interleaved = _match(graph, neg), 0
         if found is None:
@@ -241,8 +225,7 @@ def fuse_rotary_embed(graph: Graph) -> dict:
             continue
         x, cos, sin, nodes, out = found
         h = graph.tensors[x].shape[-1] // 2
-        caches = [(_pair_cache(graph, c, h, paired) if interleaved else _half_cache(graph, c, h, made))
-                  for c in (cos, sin)]
+        caches = [_half_cache(graph, c, h, made, 1 + interleaved) for c in (cos, sin)]
         for node in nodes:
             graph.remove_node(node)
         graph.add_node(Node(graph.fresh_name(f"{neg.name}_rope"), "RotaryEmbed", [x, *caches], [out],

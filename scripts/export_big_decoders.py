@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import scripts.export_decoders as small  # noqa: E402
 from scripts.export_decoders import PROMPT, Step, torch_step  # noqa: E402
 from scripts.export_genai import BIG  # noqa: E402
-from scripts.export_zoo import randomize  # noqa: E402
+from scripts.export_zoo import randomize, without_debug_info  # noqa: E402
 
 MODELS = {**BIG,
           "smollm-360m": ("LlamaConfig", dict(vocab_size=49152, hidden_size=960, intermediate_size=2560,
@@ -61,16 +61,7 @@ def torch_export(step, path: Path, layers: int, kv_heads: int, head_dim: int, dy
             small.export(step, scratch, layers, kv_heads, head_dim, dynamo)
         finally:
             small.strip_debug_info = strip
-        model = onnx.load(str(scratch))
-        graphs = [model.graph]
-        while graphs:
-            graph = graphs.pop()
-            graph.doc_string = ""
-            for node in graph.node:
-                del node.metadata_props[:]
-                node.doc_string = ""
-                for attr in node.attribute:
-                    graphs.extend([attr.g] if attr.HasField("g") else list(attr.graphs))
+        model = without_debug_info(onnx.load(str(scratch)))
         onnx.save(model, str(path), save_as_external_data=True, location=f"{path.name}.data")
 
 

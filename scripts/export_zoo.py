@@ -361,7 +361,11 @@ def export(model, specs, out_names, path: Path, dynamo: bool, dynamic: dict | No
 def strip_debug_info(path: Path) -> None:
     """Drop the exporters' per-node stack traces and doc strings: they hold local paths and are
     most of a small dynamo file's bytes."""
-    model = onnx.load(str(path))
+    onnx.save(without_debug_info(onnx.load(str(path))), str(path))
+
+
+def without_debug_info(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model`, its graphs' and nodes' doc strings and metadata cleared (in place)."""
     graphs = [model.graph]
     while graphs:
         graph = graphs.pop()
@@ -371,7 +375,7 @@ def strip_debug_info(path: Path) -> None:
             node.doc_string = ""
             for attr in node.attribute:
                 graphs.extend([attr.g] if attr.HasField("g") else list(attr.graphs))
-    onnx.save(model, str(path))
+    return model
 
 
 def check_onnxruntime(model, specs, out_names, path: Path) -> None:

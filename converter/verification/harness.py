@@ -187,21 +187,25 @@ def _option(argv, flag):
     return argv[:at] + argv[at + 2:], argv[at + 1]
 
 
+def run_script_in(python, *args):
+    """This script in the Python `python` with `args`; one line and exit where it cannot run or fails."""
+    import subprocess
+    try:
+        done = subprocess.run([python, str(Path(__file__).resolve()), *args])
+    except OSError as exc:
+        sys.exit(f"--ncnn-python {{python}}: cannot run it ({{exc.strerror or exc}})")
+    if done.returncode != 0:        # the child said why in one line, or crashed
+        sys.exit(done.returncode if done.returncode > 0 else f"the ncnn of {{python}} crashed "
+                 f"(signal {{-done.returncode}})")
+
+
 def run_in_python(python, feeds):
     """Run the files in the ncnn `python` imports: this script in a child, arrays through .npz files."""
-    import subprocess
     import tempfile
     with tempfile.TemporaryDirectory() as folder:
         feeds_path, outputs_path = Path(folder) / "feeds.npz", Path(folder) / "outputs.npz"
         np.savez(feeds_path, *[np.asarray(feeds[e["onnx"]]) for e in INPUTS])
-        try:
-            done = subprocess.run([python, str(Path(__file__).resolve()), "--feeds", str(feeds_path),
-                                   "--save", str(outputs_path)])
-        except OSError as exc:
-            sys.exit(f"--ncnn-python {{python}}: cannot run it ({{exc.strerror or exc}})")
-        if done.returncode != 0:        # the child said why in one line, or crashed
-            sys.exit(done.returncode if done.returncode > 0 else f"the ncnn of {{python}} crashed "
-                     f"(signal {{-done.returncode}})")
+        run_script_in(python, "--feeds", str(feeds_path), "--save", str(outputs_path))
         with np.load(outputs_path) as saved:
             return {{e["onnx"]: saved[f"arr_{{i}}"] for i, e in enumerate(OUTPUTS)}}
 

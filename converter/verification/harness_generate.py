@@ -129,18 +129,11 @@ def generate_here(prompt, steps, fixed):
 def generate_in_python(python, prompt, steps, fixed_args):
     """The generation in the ncnn `python` imports (--ncnn-python): this script in a child, the tokens
     and logits back through an .npz file; onnxruntime (for --check) stays in this Python."""
-    import subprocess
     import tempfile
     with tempfile.TemporaryDirectory() as folder:
         saved = Path(folder) / "generation.npz"
-        try:
-            done = subprocess.run([python, str(Path(__file__).resolve()), "--generate", str(steps), "--prompt",
-                                   ",".join(map(str, prompt)), "--save-generation", str(saved), *fixed_args])
-        except OSError as exc:
-            sys.exit(f"--ncnn-python {{python}}: cannot run it ({{exc.strerror or exc}})")
-        if done.returncode != 0:        # the child said why in one line, or crashed
-            sys.exit(done.returncode if done.returncode > 0 else f"the ncnn of {{python}} crashed "
-                     f"(signal {{-done.returncode}})")
+        run_script_in(python, "--generate", str(steps), "--prompt", ",".join(map(str, prompt)),
+                      "--save-generation", str(saved), *fixed_args)
         with np.load(saved) as out:
             return [int(t) for t in out["tokens"]], list(out["logits"])
 
