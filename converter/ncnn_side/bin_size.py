@@ -65,7 +65,8 @@ def duplicated_weights(graph: Graph) -> list[dict]:
             w = np.asarray(w)
             if w.nbytes < SMALLEST_DUPLICATE:
                 continue
-            key = (w.dtype.str, w.size, hashlib.blake2b(np.ascontiguousarray(w).tobytes(), digest_size=16).digest())
+            digest = hashlib.blake2b(memoryview(np.ascontiguousarray(w)).cast("B"), digest_size=16).digest()
+            key = (w.dtype.str, w.size, digest)     # hashed in place: no bytes copy of a 544 MB table
             groups[key].append(node.origin or node.name)
             sizes[key] = w.nbytes
     found = [{"bytes": sizes[k] * (len(v) - 1), "copies": len(v), "size": sizes[k], "layers": sorted(set(v))}
