@@ -18,7 +18,7 @@ import onnx
 from onnx import numpy_helper
 
 from converter.ir import Graph
-from converter.ncnn_side.writer import bin_chunks
+from converter.ncnn_side.writer import bin_chunks, c_order_pieces
 
 RATIO_WARNED = 1.1
 EXTRA_WARNED = 16 * 1024      # and more than this many bytes over: a few KB of shape constants are no size problem
@@ -65,8 +65,10 @@ def duplicated_weights(graph: Graph) -> list[dict]:
             w = np.asarray(w)
             if w.nbytes < SMALLEST_DUPLICATE:
                 continue
-            digest = hashlib.blake2b(memoryview(np.ascontiguousarray(w)).cast("B"), digest_size=16).digest()
-            key = (w.dtype.str, w.size, digest)     # hashed in place: no bytes copy of a 544 MB table
+            digest = hashlib.blake2b(digest_size=16)
+            for piece in c_order_pieces(w, w.dtype):     # in place, or a piece at a time: no copy of a 544 MB table
+                digest.update(piece)
+            key = (w.dtype.str, w.size, digest.digest())
             groups[key].append(node.origin or node.name)
             sizes[key] = w.nbytes
     found = [{"bytes": sizes[k] * (len(v) - 1), "copies": len(v), "size": sizes[k], "layers": sorted(set(v))}
