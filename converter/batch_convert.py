@@ -103,12 +103,17 @@ def _prompt_file(source, result: dict, options: dict, fp16: bool) -> str:
     return str(param)
 
 
+COMPARED = 1 << 24     # bytes of the .bin read and compared at a time
+
+
 def _same_bin(graph, fp16: bool, bin_path) -> bool:
     """Whether `graph`'s .bin would be the bytes of the file `bin_path`, read a weight at a time."""
     with open(bin_path, "rb") as f:
         for chunk in bin_chunks(graph, fp16):
-            if f.read(len(memoryview(chunk).cast("B"))) != bytes(chunk):
-                return False
+            view = memoryview(chunk).cast("B")
+            for start in range(0, len(view), COMPARED):       # no copy of a whole weight
+                if f.read(min(COMPARED, len(view) - start)) != view[start:start + COMPARED]:
+                    return False
         return f.read(1) == b""
 
 

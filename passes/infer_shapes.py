@@ -33,8 +33,14 @@ def _attribute(value):
     return numpy_helper.from_array(value) if isinstance(value, np.ndarray) else value
 
 
+# integer constants at most this many values enter inference with their values (shapes, axes, index
+# tables); larger ones are weights (MatMulNBits' packed blocks: a 0.5B model's 300 MB were copied into
+# the proto, serialized and parsed back, 1.5 GB at once) and enter as typed inputs like float weights
+MAX_VALUE_NEEDED = 1 << 16
+
+
 def _value_needed(t: Tensor) -> bool:
-    return t.value.dtype.kind in "iub" or t.value.size <= 16
+    return t.value.size <= 16 or (t.value.dtype.kind in "iub" and t.value.size <= MAX_VALUE_NEEDED)
 
 
 # shapes onnx's inference does not give, by op

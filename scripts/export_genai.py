@@ -39,6 +39,11 @@ BIG = {   # Qwen2.5-0.5B's shapes, random weights
                                           num_hidden_layers=24, num_attention_heads=14,
                                           num_key_value_heads=2, max_position_embeddings=32768,
                                           tie_word_embeddings=True, rope_theta=1000000.0)),
+    # Llama-3.2-1B's shapes (1.24B parameters, ~5 GB in fp32): the conversion-memory bar's size
+    "llama3.2-1b": ("LlamaConfig", dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192,
+                                         num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                                         max_position_embeddings=8192, tie_word_embeddings=True,
+                                         rope_theta=500000.0)),
 }
 
 

@@ -224,10 +224,11 @@ def _int8(graph: Graph, node: Node, bias) -> list[Node]:
 
 def _float(graph: Graph, node: Node, bias) -> list[Node]:
     k, n = int(node.attrs["K"]), int(node.attrs["N"])
-    w = np.empty((k, n), np.float32)                   # MatMul's (K, N), filled a slice of rows at a time
+    w = np.empty((n, k), np.float32)                   # filled a slice of rows at a time
     for rows in _row_chunks(node):
-        w[:, rows] = dequantized(node, graph, rows).T
-    weight = graph.add_constant(f"{node.name}_dequantized", w).name
+        w[rows] = dequantized(node, graph, rows)
+    # MatMul's (K, N) as a view of the rows InnerProduct and Gemm write: the .bin is written without a copy
+    weight = graph.add_constant(f"{node.name}_dequantized", w.T).name
     out = node.outputs[0]
     mm_out = out if bias is None else new_tensor(graph, f"{out}_nobias", graph.tensors[out].shape,
                                                  graph.tensors[out].batch_axis)

@@ -18,7 +18,7 @@ import onnx
 from onnx import numpy_helper
 
 from converter.ir import Graph
-from converter.ncnn_side.writer import bin_chunks
+from converter.ncnn_side.writer import bin_chunks, c_order_pieces
 
 RATIO_WARNED = 1.1
 EXTRA_WARNED = 16 * 1024      # and more than this many bytes over: a few KB of shape constants are no size problem
@@ -65,7 +65,10 @@ def duplicated_weights(graph: Graph) -> list[dict]:
             w = np.asarray(w)
             if w.nbytes < SMALLEST_DUPLICATE:
                 continue
-            key = (w.dtype.str, w.size, hashlib.blake2b(np.ascontiguousarray(w).tobytes(), digest_size=16).digest())
+            digest = hashlib.blake2b(digest_size=16)
+            for piece in c_order_pieces(w, w.dtype):     # in place, or a piece at a time: no copy of a 544 MB table
+                digest.update(piece)
+            key = (w.dtype.str, w.size, digest.digest())
             groups[key].append(node.origin or node.name)
             sizes[key] = w.nbytes
     found = [{"bytes": sizes[k] * (len(v) - 1), "copies": len(v), "size": sizes[k], "layers": sorted(set(v))}

@@ -112,27 +112,47 @@ def weight_bytes(node: Node, fp16: bool = False) -> bytes:
 
 
 def weight_chunks(node: Node, fp16: bool = False):
-    """weight_bytes in pieces, float32 data as views of the arrays: a big model's .bin is written
-    without a second copy of its weights in memory (light_vgg19: 575 MB of them)."""
+    """weight_bytes in pieces, each weight as views of its array (or, where its array is not laid out
+    as the .bin wants, e.g. a MatMul weight read transposed, as copies of PIECE bytes at most): a big
+    model's .bin is written without a second copy of its weights in memory (light_vgg19: 575 MB of
+    them; a 0.5B decoder's lm_head: 544 MB)."""
     layout = SPECS[node.op].weight_layout(node.params)
     if len(layout) != len(node.weights):
         raise ValueError(f"{node.op} '{node.name}' has {len(node.weights)} weights, spec wants {len(layout)}")
     params = SPECS[node.op].resolve(node.params)
     for spec, data in zip(layout, node.weights):
         tagged = spec.tagged(params)
+        data = np.asarray(data)
         # quantized weights stay int8; an untagged "i1" buffer is raw bytes (Gemm's packed B)
-        int8 = (tagged and np.asarray(data).dtype == np.int8) or spec.raw == "i1"
-        flat = np.ascontiguousarray(data, dtype=np.int8 if int8 else "<f4").ravel()
-        if flat.size != spec.count(params):
-            raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {flat.size} values")
+        int8 = (tagged and data.dtype == np.int8) or spec.raw == "i1"
+        if data.size != spec.count(params):
+            raise ValueError(f"{node.op} '{node.name}' weight {spec.name} has {data.size} values")
         if tagged:
             yield struct.pack("<I", INT8_FLAG if int8 else FP16_FLAG if fp16 else 0)
-        if int8:
-            yield flat.tobytes() + b"\0" * (-flat.size % 4)
-        elif tagged and fp16:
-            yield flat.astype("<f2").tobytes() + b"\0" * (flat.size % 2 * 2)
+        pieces = c_order_pieces(data, np.int8 if int8 else "<f4")
+        if tagged and fp16 and not int8:
+            yield from (memoryview(np.frombuffer(p, "<f4").astype("<f2")).cast("B") for p in pieces)
+            pad = data.size % 2 * 2
         else:
-            yield memoryview(flat).cast("B")
+            yield from pieces
+            pad = -data.size % 4 if int8 else 0
+        if pad:
+            yield b"\0" * pad
+
+
+PIECE = 1 << 24     # bytes: a weight laid out otherwise is copied a piece at a time
+
+
+def c_order_pieces(data: np.ndarray, dtype):
+    """`data`'s values in C order as `dtype`, as byte views: the array itself where it already is so,
+    else copies of leading-axis slices of about PIECE bytes, one at a time (concatenated, the same bytes)."""
+    data = np.asarray(data)
+    if data.size == 0 or data.ndim < 2 or (data.dtype == np.dtype(dtype) and data.flags.c_contiguous):
+        yield memoryview(np.ascontiguousarray(data, dtype).ravel()).cast("B")
+        return
+    step = max(1, PIECE // data[0].nbytes)
+    for r in range(0, len(data), step):
+        yield memoryview(np.ascontiguousarray(data[r:r + step], dtype).ravel()).cast("B")
 
 
 def bin_bytes(graph: Graph, fp16: bool = False) -> bytes:
