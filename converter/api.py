@@ -31,6 +31,7 @@ from converter.onnx_side.cut import CutRefusal, cut_hint, plan_cut, subgraph
 from converter.onnx_side.host_tail import HostTail, tail_path
 from converter.onnx_side.loader import graph_of_prepared, prepare_model
 from converter.onnx_side.merged_decoder import BRANCH_INPUT, PHASES, branch_input, pair_paths, pair_record
+from converter.shapes.decoder_layout import cache_pairs
 from converter.shapes.example_sizes import example_shapes
 from converter.shapes.index_limits import index_limits, random_high
 from converter.shapes.int_inputs import ncnn_dtype, output_dtype
@@ -263,7 +264,7 @@ def convert_prepared(graph: Graph, proto, broadcast_fix: bool = True,
     skip |= {p for p in PIPELINE if p.__name__ in skipped_passes(target_ncnn or NEWEST)}
     graph.ncnn_target = target_ncnn
     stats = run_pipeline(graph, skip=skip, progress=progress)
-    stats.update(fit_release(graph, target_ncnn, examples))
+    stats.update(fit_release(graph, target_ncnn, examples, bool(cache_pairs(graph.inputs, graph.outputs))))
     if not broadcast_fix:       # what ncnn's own rule is left to broadcast (verify --no-broadcast-fix)
         stats["broadcasts_left"] = left_unfixed(graph)
     stats["warnings"] = list(graph.warnings)

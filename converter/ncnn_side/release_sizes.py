@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from converter.ir import ConversionError, Graph
 from converter.ncnn_side.releases import NEWEST, PARAMS
-from converter.shapes.decoder_layout import cache_pairs
 from converter.ncnn_side.release_target import fit_to_release, min_version
 
 EXPRESSION_PARAMS = {("Reshape", 6), ("Interp", 9), ("Crop", 19), ("Crop", 20), ("Crop", 21)}
@@ -59,13 +58,15 @@ def _dynamic_inputs(graph: Graph) -> bool:
     return any(shape is not None and None in shape for shape in shapes)
 
 
-def fit_release(graph: Graph, target: int | None, examples: tuple[dict, list]) -> dict:
+def fit_release(graph: Graph, target: int | None, examples: tuple[dict, list], decoder: bool = False) -> dict:
     """After the pass pipeline: fit the graph to `target` (default the newest release known), or
-    ask for fixed sizes (NeedsFixedSizes), or refuse; the stats record the release the files need."""
+    ask for fixed sizes (NeedsFixedSizes), or refuse; the stats record the release the files need.
+    `decoder`: a decoder step with a cache (converter/shapes/decoder_layout.py), which fixed sizes
+    cannot serve."""
     target = target or NEWEST
     if _dynamic_inputs(graph):
         node = next((n for n in graph.topological() if _unreadable_expression(n, target)), None)
         if node is not None:
-            raise NeedsFixedSizes(node, examples[0], target, bool(cache_pairs(graph.inputs, graph.outputs)))
+            raise NeedsFixedSizes(node, examples[0], target, decoder)
     stats = fit_to_release(graph, target)
     return {**stats, "ncnn_target": target, "ncnn_min_version": min_version(graph)}
