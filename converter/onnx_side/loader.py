@@ -199,9 +199,10 @@ def _restore_declared(proto: onnx.ModelProto, declared: dict[str, onnx.TypeProto
 
 def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
                   warnings: list[str] | None = None,
-                  input_values: dict[str, object] | None = None) -> onnx.ModelProto:
+                  input_values: dict[str, object] | None = None, detach: bool = True) -> onnx.ModelProto:
     """Read, check, upgrade old opsets, fix input shapes and values, infer shapes; the caller's proto
-    is not changed.
+    is not changed. `detach=False` keeps GroupQueryAttention's sequence-length inputs (genai_ops),
+    which onnxruntime needs to run the model.
 
     Checker complaints that onnxruntime tolerates are appended to `warnings`."""
     proto, path = read_model(model)
@@ -214,7 +215,8 @@ def prepare_model(model, input_shapes: dict[str, list[int]] | None = None,
     proto = onnx.ModelProto.FromString(_upgrade_opset(proto).SerializeToString())
     _forget_declared_shapes(proto)       # the opset upgrade infers shapes of its own, from the old input dims
     standardize_contrib_qdq(proto)
-    detach_sequence_lengths(proto)
+    if detach:
+        detach_sequence_lengths(proto)
     apply_input_values(proto, input_values or {})
     _spell_out_defaults(proto)
     overridden = apply_input_shapes(proto, empty_pasts(proto, input_shapes or {}))

@@ -24,6 +24,7 @@ from converter.ncnn_side.release_check import ncnn_version, release_warnings
 from converter.ncnn_side.release_sizes import NeedsFixedSizes
 from converter.ncnn_side.runtime import PRECISIONS, NcnnCrash, NcnnError, available, run_ncnn
 from converter.onnx_side.cut import subgraph
+from converter.onnx_side.genai_ops import MS_DOMAIN
 from converter.onnx_side.loader import prepare_model
 from converter.shapes.example_sizes import example_shapes
 from converter.shapes.int_inputs import ncnn_dtype, output_dtype
@@ -297,7 +298,14 @@ def verify(model, inputs: dict[str, np.ndarray] | None = None,
                         shapes)
     progress("running onnxruntime")
     steps = quantization_steps(proto)
-    reference = onnxruntime_all(proto, feeds, quantized=bool(steps))
+    reference_proto = proto
+    if any(n.domain == MS_DOMAIN and n.op_type == "GroupQueryAttention" for n in proto.graph.node):
+        # onnxruntime needs the sequence lengths the conversion detached, and they say past + new only
+        # for a mask of ones (batch 1), what onnxruntime-genai feeds and the files assume
+        reference_proto = prepare_model(model, input_shapes, [], input_values, detach=False)
+        if "attention_mask" in feeds and "attention_mask" not in (inputs or {}):
+            feeds["attention_mask"] = np.ones_like(feeds["attention_mask"])
+    reference = onnxruntime_all(reference_proto, feeds, quantized=bool(steps))
     for blob, (source, low, high) in converted.graph.reference_clips.items():
         if source in reference:          # judged as the tensor it clips: its values and its steps
             reference[blob] = np.clip(reference[source], low, high)

@@ -208,3 +208,13 @@ def test_generated_check_stops_at_a_near_tie(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "tokens equal to onnxruntime's before step 4" in done.stdout and "MISMATCH" not in done.stdout
+
+
+def test_verify_runs_onnxruntime_with_the_sequence_lengths():
+    """verify's onnxruntime reference keeps GroupQueryAttention's seqlens_k / total_sequence_length (the
+    conversion detaches them; onnxruntime refused the graph without them) and feeds a mask of ones, what
+    the files assume: the fp32 model and the int4 one dequantized pass, layer by layer, in both backends."""
+    import converter
+    for name, mode in (("qwen2_fp32", "int8"), ("llama_int4_b64", "dequantize")):
+        report = converter.verify(str(MODELS / f"{name}.onnx"), backend="both", block_quant=mode)
+        assert report.passed, (name, [o for o in report.outputs if not o.passed])
