@@ -72,7 +72,7 @@ def greedy(step: Step, io: dict, prompt: list[int], new_tokens: int,
         raise ValueError(f"inputs {', '.join(missing)} need values (fixed=...)")
     past = {}
     for name, (shape, axis) in io["caches"].items():
-        past[name] = np.zeros([0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)], np.float32)
+        past[name] = np.zeros(empty_past_shape(shape, axis), np.float32)
     mask: list[int] = []
     position, ids, out = 0, list(prompt), Generated([])
     for _ in range(new_tokens):
@@ -170,7 +170,12 @@ def prompt_input_shapes(record: dict) -> dict[str, list[int]]:
     """convert's input_shapes that make a decoder step's prompt file: its first self past with an empty
     sequence, which empties them all (converter/onnx_side/empty_past.py)."""
     name, (shape, axis) = next(iter(decoder_io(record)["caches"].items()))
-    return {name: [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]}
+    return {name: empty_past_shape(shape, axis)}
+
+
+def empty_past_shape(shape, axis: int) -> list[int]:
+    """A cache's ONNX shape with no rows on its growing `axis` (its other unknown extents 1)."""
+    return [0 if i == axis else (1 if d is None else d) for i, d in enumerate(shape)]
 
 
 def file_step(param_path, bin_path, load=None, runner=None) -> tuple[Step, dict]:
